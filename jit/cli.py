@@ -1,0 +1,50 @@
+"""``jit-synth``: generate | extract | validate | stats.
+
+Each sub-command lives in the module that owns its work; this file only wires argparse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jit-synth",
+        description="Synthesize and extract Python -> C++/CUDA training pairs from NVIDIA Warp kernels.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    from jit.code.extraction import discover
+    from jit.code.synthesis import pipeline, stats
+
+    pipeline.add_arguments(sub.add_parser("generate", help="generate a dataset of synthetic kernels and their code",
+                                          description=pipeline.__doc__,
+                                          formatter_class=argparse.RawDescriptionHelpFormatter))
+    discover.add_arguments(sub.add_parser("extract", help="extract pairs from existing Warp code (file, folder, package)",
+                                          description=discover.__doc__,
+                                          formatter_class=argparse.RawDescriptionHelpFormatter))
+    stats.add_arguments(sub.add_parser("stats", help="summarise a dataset folder: categories, builtins, sizes",
+                                       description=stats.__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter))
+    try:
+        from jit.code.synthesis import validate
+    except ImportError:
+        validate = None
+    if validate is not None:
+        validate.add_arguments(sub.add_parser("validate", help="re-check an existing dataset folder",
+                                              description=validate.__doc__,
+                                              formatter_class=argparse.RawDescriptionHelpFormatter))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.run(args, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

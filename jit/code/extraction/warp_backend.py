@@ -1,0 +1,405 @@
+"""The one module that touches Warp's private code generator (``warp._src``).
+
+Supported Warp: ``warp-lang >=1.19,<1.20`` (the range pinned in ``pyproject.toml``).
+Everything else in the package goes through the small API below: start Warp quietly,
+define kernels from source text, build a set of kernels for a device, and cut Warp's own
+code generator output into per-kernel and per-function pieces. When Warp moves its
+internals, this file is the only one to change.
+
+What it leaves out: deciding which kernels to build (callers pass them), file I/O other
+than Warp's own ahead-of-time compiler output, and any formatting of the generated text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import warp as wp
+from warp._src import codegen as _codegen
+from warp._src import context as _context
+from warp._src import types as _types
+
+SUPPORTED_WARP = ">=1.19,<1.20"
+DEFAULT_CUDA_ARCH = 90
+
+_init_lock = threading.Lock()
+_initialised = False
+
+
+def init() -> None:
+    """Initialise Warp once, without its banner (CUDA driver absence is fine: NVRTC still works)."""
+    global _initialised
+    with _init_lock:
+        if not _initialised:
+            wp.config.quiet = True
+            wp.init()
+            _initialised = True
+
+
+def warp_version() -> str:
+    return wp.__version__
+
+
+def cuda_device_available() -> bool:
+    init()
+    return wp.get_cuda_device_count() > 0
+
+
+def nvrtc_available() -> bool:
+    init()
+    return bool(getattr(_context.runtime, "toolkit_version", None))
+
+
+# ---------------------------------------------------------------------------------------------
+# global config
+
+
+_CONFIG_KEYS = (
+    "enable_backward", "mode", "optimization_level", "line_directives", "verify_fp", "verify_cuda",
+    "max_unroll", "enable_cpu_blocks", "verbose", "quiet", "cache_kernels", "kernel_cache_dir",
+)
+
+
+def config_snapshot() -> dict[str, Any]:
+    return {key: getattr(wp.config, key) for key in _CONFIG_KEYS if hasattr(wp.config, key)}
+
+
+@contextlib.contextmanager
+def preserved_config() -> Iterator[None]:
+    """Restore ``wp.config`` after code (e.g. an imported user module) changes it."""
+    saved = config_snapshot()
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(wp.config, key, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels, functions and modules
+
+
+def is_kernel(obj: Any) -> bool:
+    return isinstance(obj, _context.Kernel)
+
+
+def is_function(obj: Any) -> bool:
+    return isinstance(obj, _context.Function)
+
+
+def kernel_overloads(kernel) -> list:
+    """The concrete kernels Warp compiles for ``kernel``: itself, or each registered overload."""
+    if kernel.is_generic:
+        return list(kernel.overloads.values())
+    return [kernel]
+
+
+def module_kernels(module) -> list:
+    """The live kernels of a Warp module, in definition order."""
+    return list(module.kernels.values())
+
+
+def python_source(obj) -> str:
+    """The source of a kernel or function as Warp parsed it."""
+    return obj.adj.source
+
+
+def argument_types(kernel) -> list[tuple[str, str]]:
+    return [(arg.label, type_name(arg.type)) for arg in kernel.adj.args]
+
+
+def type_name(t) -> str:
+    return _types.type_repr(t)
+
+
+@dataclass(slots=True)
+class SourceModule:
+    """A Warp module whose constructs were defined from source text (see ``define``)."""
+
+    name: str
+    namespace: dict
+    filenames: list[str]
+
+    @property
+    def module(self):
+        return _context.user_modules.get(self.name)
+
+    def kernels(self) -> dict[str, Any]:
+        return {k: v for k, v in self.namespace.items() if is_kernel(v)}
+
+    def release(self) -> None:
+        """Drop Warp's registry entry and the ``linecache`` lines, so definitions don't accumulate."""
+        for filename in self.filenames:
+            linecache.cache.pop(filename, None)
+        module = _context.user_modules.pop(self.name, None)
+        if module is not None:
+            module._detach_references()
+            module.kernels.clear()
+            module.functions.clear()
+            module.structs.clear() if hasattr(module.structs, "clear") else None
+        self.namespace.clear()
+
+
+def define(sources: Iterable[str], module_name: str) -> SourceModule:
+    """Execute Python sources (each ``import warp as wp`` + decorated definitions) into one module.
+
+    Each source gets a ``linecache`` entry because Warp reads a decorated function's source
+    through ``inspect``; ``SourceModule.release`` removes the entries and the module again.
+    Names defined by one source are visible to the next, as in one file.
+    """
+    init()
+    namespace: dict[str, Any] = {"__name__": module_name}
+    handle = SourceModule(module_name, namespace, [])
+    try:
+        for i, source in enumerate(sources):
+            filename = f"<jit-synth:{module_name}:{i}>"
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            handle.filenames.append(filename)
+            exec(compile(source, filename, "exec"), namespace)
+    except BaseException:
+        handle.release()
+        raise
+    return handle
+
+
+def define_one(source: str, module_name: str) -> tuple[SourceModule, dict]:
+    """Define ``source`` alone in a fresh module; returns the handle and the names it defined."""
+    handle = define([source], module_name)
+    return handle, {k: v for k, v in handle.namespace.items() if not k.startswith("__")}
+
+
+# ---------------------------------------------------------------------------------------------
+# building and code generation
+
+
+def resolve_options(module, device: str, block_dim: int | None = None, arch: int = DEFAULT_CUDA_ARCH) -> dict:
+    """Module options as Warp resolves them for a launch on ``device``.
+
+    CPU launches use ``block_dim`` 1 (unless given); CUDA launches the module's block_dim.
+    """
+    if block_dim is None and device == "cpu":
+        block_dim = 1
+    options = module.resolve_options(wp.config, block_dim)
+    options["output_arch"] = None if device == "cpu" else arch
+    return options
+
+
+def uses_tiles(kernel) -> bool:
+    """True if building ``kernel`` depends on block_dim/arch (tile code); needs one build per device."""
+    adj = kernel.adj
+    for var in (*adj.args, *getattr(adj, "variables", ())):
+        t = _codegen.strip_reference(var.type)
+        if _types.is_tile(t) or (hasattr(_types, "is_tile_stack") and _types.is_tile_stack(t)):
+            return True
+    for func in called_functions(kernel):
+        if uses_tiles(func):
+            return True
+    return False
+
+
+class Build:
+    """Warp's ``ModuleBuilder`` for a set of kernels of one module under one set of options."""
+
+    def __init__(self, module, kernels: Iterable, options: dict, target: str):
+        self.module = module
+        self.options = options
+        self.target = target
+        hasher = _context.ModuleHasher(list(kernels), options)
+        self.builder = _context.ModuleBuilder(module, options, hasher=hasher, target=target)
+
+    @property
+    def kernels(self) -> list:
+        return list(self.builder.kernels)
+
+    def module_source(self, device: str, options: dict | None = None) -> str:
+        """The full translation unit, exactly as Warp's ``Module`` would compile it."""
+        if options is None or options is self.options:
+            return self.builder.codegen(device)
+        saved = self.builder.options
+        self.builder.options = options
+        try:
+            return self.builder.codegen(device)
+        finally:
+            self.builder.options = saved
+
+    def function_order(self) -> list:
+        return list(self.builder.functions)
+
+    def struct_code(self, kernel, device: str) -> list[tuple[str, str]]:
+        """(struct name, generated C++) for user structs the kernel's arguments and variables use."""
+        wanted = set()
+        for var in (*kernel.adj.args, *kernel.adj.variables):
+            _collect_structs(var.type, wanted)
+        for func in called_functions(kernel):
+            for var in (*func.adj.args, *func.adj.variables):
+                _collect_structs(var.type, wanted)
+        out, seen = [], set()
+        for struct in self.builder.structs:
+            if struct in wanted and struct.hash not in seen:
+                seen.add(struct.hash)
+                out.append((struct.key, _codegen.codegen_struct(struct)))
+        return out
+
+
+def _collect_structs(t, out: set) -> None:
+    t = _codegen.strip_reference(t)
+    if isinstance(t, _codegen.Struct):
+        if t not in out:
+            out.add(t)
+            for var in t.vars.values():
+                _collect_structs(var.type, out)
+    elif _types.is_array(t):
+        _collect_structs(t.dtype, out)
+
+
+def mangled_name(kernel) -> str:
+    return kernel.get_mangled_name()
+
+
+def kernel_code(kernel, device: str, options: dict) -> tuple[str, str, str | None]:
+    """(preamble, forward, backward) of a built kernel as Warp's ``codegen_kernel`` emits them.
+
+    The preamble is the CPU argument struct (empty on CUDA). Backward is None when
+    backward is disabled for the kernel or module. The split point is the backward entry
+    point's signature line, which Python comments (emitted as ``//`` lines) cannot forge.
+    """
+    text = _codegen.codegen_kernel(kernel, device=device, options=options)
+    preamble = ""
+    if device == "cpu":
+        end = text.index("\n};\n") + len("\n};\n")
+        preamble, text = text[:end], text[end:]
+    enabled = (options | kernel.options)["enable_backward"]
+    if not enabled:
+        return preamble, text.strip("\n") + "\n", None
+    cut = _backward_start(text, kernel, device)
+    return preamble, text[:cut].strip("\n") + "\n", text[cut:].strip("\n") + "\n"
+
+
+def _backward_start(text: str, kernel, device: str) -> int:
+    name = kernel.get_mangled_name()
+    if device == "cpu":
+        anchor = f"\ntemplate <bool wp_linear_contiguous>\nstatic void {name}_cpu_kernel_backward(\n"
+        pos = text.index(anchor) + 1
+    else:
+        suffix = f"void {_codegen.cuda_kernel_backward_name(kernel)}(\n"
+        pos = text.index(suffix)
+        pos = text.rindex("\n", 0, pos) + 1
+    # a #line directive belongs to the function that follows it
+    prev = text.rfind("\n", 0, pos - 1) + 1
+    if text.startswith("#line", prev):
+        pos = prev
+    return pos
+
+
+def kernel_entry_code(kernel, device: str, options: dict) -> str:
+    """The CPU task loop and ``extern "C"`` entry points Warp adds around a kernel (empty on CUDA)."""
+    return _codegen.codegen_module(kernel, device=device, options=options)
+
+
+def called_functions(obj) -> list:
+    """User ``@wp.func`` objects a kernel or function calls, transitively (callees first)."""
+    order: list = []
+    seen: set = set()
+
+    def visit(adj):
+        for func in getattr(adj, "called_user_functions", {}) or {}:
+            if func in seen:
+                continue
+            seen.add(func)
+            visit(func.adj)
+            for extra in (func.custom_grad_func, func.custom_replay_func):
+                if extra is not None and extra not in seen:
+                    seen.add(extra)
+                    visit(extra.adj)
+                    order.append(extra)
+            order.append(func)
+
+    visit(obj.adj)
+    return order
+
+
+def function_code(build: Build, func, device: str, options: dict) -> tuple[str, str | None]:
+    """(forward, adjoint) generated code of a user function; adjoint None where Warp emits none."""
+    builder = build.builder
+    saved = builder.options
+    builder.options = options
+    try:
+        forward = builder._codegen_functions([func], device, forward_only=True)
+        adjoint = None
+        if not func.adj.uses_grad_call and (options.get("enable_backward", True) or func.adj.used_by_backward_kernel):
+            adjoint = builder._codegen_functions([func], device, reverse_only=True) or None
+    finally:
+        builder.options = saved
+    return forward, adjoint
+
+
+def function_key(func) -> str:
+    return func.key
+
+
+def function_native_name(func) -> str:
+    return func.native_func
+
+
+def user_modules() -> dict:
+    return _context.user_modules
+
+
+def module_named(name: str):
+    return _context.user_modules.get(name)
+
+
+def kernel_module(kernel):
+    return kernel.module
+
+
+# ---------------------------------------------------------------------------------------------
+# offline compilation
+
+
+def compile_source(source: str, device: str, output_path: str, options: dict, *,
+                   optimization_level: int | None = None) -> None:
+    """Compile a full translation unit with Warp's bundled compilers; no GPU needed.
+
+    CPU: Warp's clang to an object file. CUDA: NVRTC to PTX for ``options["output_arch"]``.
+    ``options`` are resolved module options (see ``resolve_options``). Raises on failure.
+    """
+    init()
+    import os
+
+    from warp._src import build as _build
+
+    runtime = _context.runtime
+    if optimization_level is None:
+        optimization_level = options["optimization_level"]
+    if optimization_level is None:
+        optimization_level = 2 if device == "cpu" else 3
+    src_path = output_path + (".cpp" if device == "cpu" else ".cu")
+    with open(src_path, "w", encoding="utf-8") as f:
+        f.write(source)
+    try:
+        if device == "cpu":
+            _build.build_cpu(
+                output_path, src_path, mode=options["mode"], fast_math=options["fast_math"],
+                verify_fp=options["verify_fp"], fuse_fp=options["fuse_fp"],
+                extra_flags=options["cpu_compiler_flags"], optimization_level=optimization_level,
+                use_precompiled_headers=options["use_precompiled_headers"],
+                pch_dir=runtime.get_clang_pch_dir() if options["use_precompiled_headers"] else None,
+                block_dim=options["block_dim"],
+                enable_tiles_in_stack_memory=options["enable_tiles_in_stack_memory"],
+            )
+        else:
+            _build.build_cuda(
+                src_path, options["output_arch"], output_path, config=options["mode"],
+                optimization_level=optimization_level, verify_fp=options["verify_fp"],
+                fast_math=options["fast_math"], fuse_fp=options["fuse_fp"], lineinfo=False,
+                ltoirs=[], fatbins=[], pch_dir=None, use_precompiled_headers=False,
+            )
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(src_path)

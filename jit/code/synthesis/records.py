@@ -1,0 +1,86 @@
+"""The one record type of a dataset (``Pair``), source normalisation and content ids.
+
+A record's id is a hash of its normalised Python source: comments, formatting and the names
+the source defines (kernel, helpers, structs) do not change it, so two kernels that differ
+only in naming are duplicates. What it leaves out: writing records (``writers``).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+CODE_FIELDS = ("cpu_forward", "cpu_backward", "cuda_forward", "cuda_backward", "cpu_functions", "cuda_functions")
+FIELDS = ("id", "kernel_name", "category", "python_source", *CODE_FIELDS, "validation", "metadata")
+
+
+@dataclass(slots=True)
+class Pair:
+    id: str
+    kernel_name: str
+    category: str
+    python_source: str
+    cpu_forward: str | None = None
+    cpu_backward: str | None = None
+    cuda_forward: str | None = None
+    cuda_backward: str | None = None
+    cpu_functions: str | None = None
+    cuda_functions: str | None = None
+    validation: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    io: dict[str, Any] | None = None
+    cuda_ptx: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if d["io"] is None:
+            del d["io"]
+        if d["cuda_ptx"] is None:
+            del d["cuda_ptx"]
+        return d
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.mapping:
+            node.id = self.mapping[node.id]
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self.mapping.get(node.name, node.name)
+        self.generic_visit(node)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        node.name = self.mapping.get(node.name, node.name)
+        self.generic_visit(node)
+        return node
+
+
+def normalise(source: str) -> str:
+    """Source with comments and layout dropped and top-level definitions renamed by position."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "\n".join(line.rstrip() for line in source.strip().splitlines())
+    mapping: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name not in mapping:
+            mapping[node.name] = f"_d{len(mapping)}"
+    for node in ast.walk(tree):  # docstrings are comments too
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            body.pop(0)
+            if not body:
+                body.append(ast.Pass())
+    return ast.unparse(_Renamer(mapping).visit(tree))
+
+
+def content_id(source: str) -> str:
+    return hashlib.sha256(normalise(source).encode("utf-8")).hexdigest()[:20]
