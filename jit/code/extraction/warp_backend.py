@@ -36,9 +36,36 @@ def init() -> None:
     global _initialised
     with _init_lock:
         if not _initialised:
-            wp.config.quiet = True
-            wp.init()
+            # Warp 1.19 replaced ``config.quiet`` with ``config.log_level``; keep warnings, drop the banner
+            if hasattr(wp.config, "log_level"):
+                wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
+            else:
+                wp.config.quiet = True
+            with _native_stderr_silenced():  # the native "no CUDA driver" notice; NVRTC still works
+                wp.init()
             _initialised = True
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    import os
+    import sys
+
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):  # stderr replaced (e.g. captured by pytest)
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(devnull)
 
 
 def warp_version() -> str:
@@ -62,6 +89,7 @@ def nvrtc_available() -> bool:
 _CONFIG_KEYS = (
     "enable_backward", "mode", "optimization_level", "line_directives", "verify_fp", "verify_cuda",
     "max_unroll", "enable_cpu_blocks", "verbose", "quiet", "cache_kernels", "kernel_cache_dir",
+    "log_level", "ptx_target_arch", "enable_mathdx_gemm",
 )
 
 
@@ -102,6 +130,28 @@ def kernel_overloads(kernel) -> list:
 def module_kernels(module) -> list:
     """The live kernels of a Warp module, in definition order."""
     return list(module.kernels.values())
+
+
+def live_kernels(module) -> list:
+    """Every kernel of a Warp module still referenced somewhere (factory and closure kernels too).
+
+    Generic overloads are not listed (``kernel_overloads`` expands their parent). Order:
+    the module's registry first, then the other live kernels by key.
+    """
+    listed = [k for k in module.kernels.values() if k.generic_parent is None]
+    seen = {id(k) for k in listed}
+    extra = [k for k in module._get_live_kernels() if k.generic_parent is None and id(k) not in seen]
+    return listed + sorted(extra, key=lambda k: (k.key, k.func.__code__.co_firstlineno))
+
+
+def defining_module(obj) -> str:
+    """Name of the Python module whose source defines a kernel or function."""
+    return obj.func.__module__
+
+
+def overload_signature(kernel) -> str | None:
+    """Warp's type signature of a generic kernel's overload, None for a plain kernel."""
+    return kernel.sig if kernel.generic_parent is not None else None
 
 
 def python_source(obj) -> str:
@@ -403,3 +453,97 @@ def compile_source(source: str, device: str, output_path: str, options: dict, *,
     finally:
         with contextlib.suppress(OSError):
             os.remove(src_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the builtin registry (read-only), for generators that choose builtins by type
+
+
+def builtin_names() -> list[str]:
+    """Every builtin Warp registers (``wp.sin``, ``add``, ``tile_load``, ...), in registration order."""
+    return list(_context.builtin_functions)
+
+
+def builtin_group(name: str) -> str:
+    return _context.builtin_functions[name].group
+
+
+def builtin_parameters(name: str) -> list[list[tuple[str, Any, bool]]]:
+    """Per overload: (parameter name, type template, has a default) in signature order."""
+    out = []
+    for f in _overloads(_context.builtin_functions[name]):
+        if f.variadic:
+            continue
+        out.append([(p, t, p in f.defaults) for p, t in f.input_types.items()])
+    return out
+
+
+def _overloads(func) -> list:
+    return list(getattr(func, "overloads", None) or [func])
+
+
+def type_matches(concrete, template) -> bool:
+    """True if concrete type ``concrete`` may bind to a parameter annotated ``template``."""
+    if template is Any:
+        return True
+    try:
+        return bool(_types.type_matches_template(concrete, template))
+    except Exception:
+        return False
+
+
+def resolve_builtin(name: str, arg_types: list) -> Any:
+    """The type a call of builtin ``name`` with positional ``arg_types`` returns, as Warp resolves it.
+
+    None when no overload matches or the return type depends on argument values.
+    """
+    for f in _overloads(_context.builtin_functions[name]):
+        if f.variadic or len(f.input_types) < len(arg_types):
+            continue
+        if not _codegen.func_match_args(f, list(arg_types), {}):
+            continue
+        try:
+            bound = f.signature.bind(*arg_types)
+        except TypeError:
+            continue
+        types = dict(bound.arguments)
+        for key in f.input_types:
+            if key not in types:
+                default = f.defaults.get(key)
+                types[key] = None if default is None else _codegen.get_arg_type(default)
+        try:
+            return f.value_func(types, {k: None for k in types})
+        except Exception:
+            return None
+    return None
+
+
+def builtin_signatures(name: str, candidates: list) -> list[tuple[tuple, Any]]:
+    """Concrete signatures of builtin ``name`` over the Warp types ``candidates``.
+
+    Each item is (positional argument types, return type) for a call that passes only the
+    parameters without defaults, with the return type from the overload's own ``value_func``.
+    Overloads are tried in Warp's order; a combination keeps the first overload that accepts it.
+    """
+    import itertools
+
+    seen: dict[tuple, Any] = {}
+    for f in _overloads(_context.builtin_functions[name]):
+        if f.variadic:
+            continue
+        required = [(p, t) for p, t in f.input_types.items() if p not in f.defaults]
+        options = [[c for c in candidates if type_matches(c, t)] for _, t in required]
+        for combo in itertools.islice(itertools.product(*options), 4000):
+            if combo in seen or not _codegen.func_match_args(f, list(combo), {}):
+                continue
+            types = {p: c for (p, _), c in zip(required, combo)}
+            for key in f.input_types:
+                if key not in types:
+                    default = f.defaults.get(key)
+                    types[key] = None if default is None else _codegen.get_arg_type(default)
+            try:
+                result = f.value_func(types, {k: None for k in types})
+            except Exception:
+                continue
+            seen[combo] = result
+    return [(combo, result) for combo, result in seen.items() if result is not None]

@@ -1,0 +1,336 @@
+"""The parallel engine: work parts by index range, batches per Warp module, dedup, resume.
+
+A run of ``count`` pairs is cut into parts of at most ``shard_size`` slots (``plan``); a part
+owns a fixed index range and each slot ``i`` holds kernel ``generate(seed, i, attempt=a)`` for the
+first attempt that builds, passes validation and is not a duplicate within the part. Parts are
+independent, so any number of workers (or machines) give the same parts. Merging the parts in
+order and keeping the first copy of every id gives the same records, in the same order, for
+any worker count; if duplicates across parts leave fewer than ``count`` records, further parts
+(next index ranges) are run until there are enough.
+
+Inside a part, slots are processed in batches: the batch's sources are defined in one Warp
+module, built once for both devices (Warp's ``ModuleBuilder``), cut into per-kernel code, and
+the module is released so Warp's registries do not grow.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from jit.code.extraction import warp_backend as wb
+from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
+from jit.code.synthesis import writers
+from jit.code.synthesis.records import Pair, content_id
+
+MAX_ATTEMPTS = 6
+BATCH = 64
+
+
+@dataclass(slots=True)
+class RunSpec:
+    out: str
+    count: int
+    seed: int = 0
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    categories: tuple[str, ...] | None = None
+    complexity: str = "medium"
+    shard_size: int = 1000
+    backward: bool = True
+    validate: str = "compile"
+    archs: tuple[int, ...] = (wb.DEFAULT_CUDA_ARCH,)
+    emit_ptx: bool = False
+    fmt: str = "jsonl"
+
+    def identity(self) -> dict:
+        """What must match for --resume to continue a run."""
+        return {
+            "seed": self.seed, "devices": list(self.devices), "categories": list(self.categories or []),
+            "complexity": self.complexity, "shard_size": self.shard_size, "backward": self.backward,
+            "validate": self.validate, "archs": list(self.archs), "emit_ptx": self.emit_ptx,
+            "count": self.count, "format": self.fmt,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    number: int
+    start: int
+    stop: int
+
+
+def plan(count: int, shard_size: int) -> list[Part]:
+    """The parts of a run: consecutive index ranges of at most ``shard_size`` covering ``count`` slots."""
+    return [Part(p, s, min(s + shard_size, count)) for p, s in enumerate(range(0, count, shard_size))]
+
+
+def extend(parts: list[Part], missing: int, shard_size: int) -> list[Part]:
+    """Parts that follow ``parts`` to fill ``missing`` more records (after cross-part duplicates)."""
+    start, number = parts[-1].stop, parts[-1].number + 1
+    more = plan(missing, shard_size)
+    return [Part(number + p.number, start + p.start, start + p.stop) for p in more]
+
+
+@dataclass(slots=True)
+class Slot:
+    index: int
+    attempt: int = 0
+    spec: object = None
+
+
+@dataclass(slots=True)
+class PartStats:
+    part: int
+    records: int = 0
+    rejects: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"part": self.part, "records": self.records, "rejects": dict(self.rejects), "seconds": self.seconds}
+
+
+# ---------------------------------------------------------------------------------------------
+# one batch: sources -> pairs
+
+
+def _generate(spec: RunSpec, slot: Slot):
+    from jit.code.synthesis.generator import generate
+
+    return generate(spec.seed, slot.index, spec.categories or None, spec.complexity, attempt=slot.attempt)
+
+
+def code_fields(irs: dict[str, KernelIR]) -> dict[str, str | None]:
+    """Record code fields from per-device KernelIRs (None for a device not requested)."""
+    out: dict[str, str | None] = {}
+    for device in ("cpu", "cuda"):
+        ir = irs.get(device)
+        out[f"{device}_forward"] = None if ir is None else ir.args_struct + ir.forward
+        out[f"{device}_backward"] = None if ir is None else ir.backward
+        if ir is None:
+            out[f"{device}_functions"] = None
+        else:
+            parts = [text for _, text in ir.structs] + [f.forward for f in ir.functions]
+            parts += [f.adjoint for f in ir.functions if f.adjoint]
+            out[f"{device}_functions"] = "".join(parts)
+    return out
+
+
+def build_batch(specs: list, devices, backward: bool, module_name: str):
+    """Define and extract a batch in one Warp module.
+
+    Returns ``([(spec, kernel, irs)], {name: reason}, handle)``; ``handle.release()`` frees the module.
+
+    Kernels Warp rejects are found by building the rest without them (one module per batch;
+    a failure is retried per kernel only when the batch fails).
+    """
+    rejected: dict[str, str] = {}
+    try:
+        handle = wb.define([s.source for s in specs], module_name)
+    except Exception:
+        handle = None
+    if handle is None:  # one source does not even execute: define each alone to find it
+        good = []
+        for s in specs:
+            try:
+                h = wb.define([s.source], module_name + "_probe")
+                h.release()
+                good.append(s)
+            except Exception as exc:
+                rejected[s.name] = f"define: {type(exc).__name__}"
+        specs = good
+        handle = wb.define([s.source for s in specs], module_name) if specs else None
+    if handle is None:
+        return [], rejected, None
+    kernels = [handle.namespace[s.name] for s in specs]
+    try:
+        results = extract_many(kernels, devices, backward=backward)
+        return list(zip(specs, kernels, results)), rejected, handle
+    except ExtractionError:
+        pass
+    ok = []
+    for s, k in zip(specs, kernels):
+        try:
+            ok.append((s, k, extract_many([k], devices, backward=backward)[0]))
+        except ExtractionError as exc:
+            rejected[s.name] = "build: " + _short(exc.reason)
+    return ok, rejected, handle
+
+
+def _short(reason: str) -> str:
+    head = reason.split(":")
+    return ":".join(head[:3]).strip()[:80]
+
+
+def make_record(spec, irs: dict[str, KernelIR], run: RunSpec) -> Pair:
+    ir0 = next(iter(irs.values()))
+    meta = dict(spec.metadata)
+    meta.update({
+        "seed": spec.seed, "index": spec.index, "attempt": spec.attempt,
+        "warp_version": wb.warp_version(),
+        "options": ir0.metadata["options"] | {"cuda_arch": list(run.archs)},
+        "devices": list(irs),
+        "python_lines": spec.source.count("\n") + 1,
+    })
+    for device, ir in irs.items():
+        meta[f"{device}_forward_lines"] = ir.forward.count("\n")
+    return Pair(
+        id=content_id(spec.source),
+        kernel_name=spec.name,
+        category=spec.category,
+        python_source=spec.source,
+        **code_fields(irs),
+        validation={d: "generated" for d in irs},
+        metadata=meta,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# one part
+
+
+def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
+    """Produce one part (its slots' kernels, in slot order) and write it with its marker."""
+    wb.init()
+    t0 = time.perf_counter()
+    stats = PartStats(part.number)
+    pending = [Slot(i) for i in range(part.start, part.stop)]
+    done: dict[int, dict] = {}
+    seen: set[str] = set()
+    batch_no = 0
+    while pending:
+        batch, pending = pending[:BATCH], pending[BATCH:]
+        for slot in batch:
+            slot.spec = _generate(run, slot)
+        retry = []
+        # dedup inside the part before paying for a build (slot order decides who is first)
+        unique = []
+        for slot in batch:
+            cid = content_id(slot.spec.source)
+            if cid in seen or any(content_id(u.spec.source) == cid for u in unique):
+                stats.rejects["duplicate"] += 1
+                retry.append(slot)
+            else:
+                unique.append(slot)
+        by_name = {s.spec.name: s for s in unique}
+        items, rejected, handle = build_batch([s.spec for s in unique], run.devices, run.backward,
+                                              f"jit_synth_p{part.number}_b{batch_no}_{os.getpid()}")
+        batch_no += 1
+        try:
+            records = {spec.name: make_record(spec, irs, run) for spec, _, irs in items}
+            if run.validate != "none" and items:
+                from jit.code.synthesis import validate as checks
+
+                rejected.update(checks.validate_batch(run, handle.module, items, records))
+        finally:
+            if handle is not None:
+                handle.release()
+        for name, reason in rejected.items():
+            stats.rejects[reason] += 1
+            records.pop(name, None)
+            retry.append(by_name[name])
+        for name, rec in records.items():
+            slot = by_name[name]
+            seen.add(rec.id)
+            done[slot.index] = rec.to_dict()
+        for slot in retry:
+            slot.attempt += 1
+            if slot.attempt < MAX_ATTEMPTS:
+                pending.append(slot)
+            else:
+                stats.rejects["gave up after retries"] += 1
+        if progress is not None:
+            progress.put((len(records), sum(1 for _ in retry)))
+    stats.records = len(done)
+    stats.seconds = time.perf_counter() - t0
+    marker = stats.to_dict() | {"start": part.start, "stop": part.stop}
+    writers.write_part(run.out, part.number, (done[i] for i in sorted(done)), marker)
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+_progress_queue = None
+
+
+def _init_worker(queue) -> None:
+    global _progress_queue
+    _progress_queue = queue
+
+
+def _work(args) -> dict:
+    run, part = args
+    return run_part(run, part, _progress_queue).to_dict() | {"start": part.start, "stop": part.stop}
+
+
+def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> list[dict]:
+    """Run parts on ``workers`` processes (1: in this process); ``on_progress(pairs, rejects)``."""
+    if not parts:
+        return []
+    if workers <= 1 or len(parts) == 1 and workers <= 1:
+        q = _LocalQueue(on_progress)
+        return [run_part(run, p, q).to_dict() | {"start": p.start, "stop": p.stop} for p in parts]
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    queue = ctx.Queue()
+    results = []
+    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,), maxtasksperchild=8) as pool:
+        pending = pool.imap_unordered(_work, [(run, p) for p in parts])
+        remaining = len(parts)
+        while remaining:
+            try:
+                results.append(pending.next(timeout=0.2))
+                remaining -= 1
+            except mp.TimeoutError:
+                pass
+            _drain(queue, on_progress)
+        _drain(queue, on_progress)
+    return sorted(results, key=lambda r: r["part"])
+
+
+class _LocalQueue:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def put(self, item):
+        self.fn(*item)
+
+
+def _drain(queue, fn) -> None:
+    import queue as _q
+
+    while True:
+        try:
+            fn(*queue.get_nowait())
+        except _q.Empty:
+            return
+
+
+def unique_ids(out: str, parts: list[Part]) -> tuple[int, int]:
+    """(unique records, duplicates) over the parts, in order."""
+    seen: set[str] = set()
+    dups = 0
+    for part in parts:
+        for record in writers.read_part(out, part.number):
+            if record["id"] in seen:
+                dups += 1
+            else:
+                seen.add(record["id"])
+    return len(seen), dups
+
+
+def merged(out: str, count: int, parts: list[Part]) -> Iterator[dict]:
+    """First ``count`` records of the parts in order, keeping the first copy of each id."""
+    seen: set[str] = set()
+    for part in parts:
+        for record in writers.read_part(out, part.number):
+            if record["id"] in seen:
+                continue
+            seen.add(record["id"])
+            yield record
+            if len(seen) == count:
+                return

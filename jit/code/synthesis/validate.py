@@ -1,0 +1,183 @@
+"""Re-check a dataset folder: schema, torn lines, ids, real compilation and io replay.
+
+Reads DIR/data/*.jsonl or *.parquet. Every record must parse, carry the schema's fields, have
+an id equal to the hash of its normalised python_source (and unique), rebuild from its
+python_source alone, and compile for the devices it has code for: CPU with Warp's clang and
+CUDA with NVRTC to PTX (no GPU needed). Records with an `io` example are rebuilt and
+re-launched on the CPU and must reproduce their outputs. Prints a summary by reason and the
+ids of bad records; exits 1 when anything is wrong, 2 on bad input.
+
+examples:
+  jit-synth validate out/dataset
+  jit-synth validate out/dataset --no-compile     # schema, ids and io replay only
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter, defaultdict
+
+from jit.code.synthesis.records import FIELDS, content_id
+
+BATCH = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# during generation
+
+
+def validate_batch(run, module, items: list, records: dict) -> dict[str, str]:
+    """Compile (and for ``execute`` run) a generated batch; sets each record's ``validation``.
+
+    ``items`` are ``(spec, kernel, irs)`` from one Warp module. Returns {kernel name: reason}
+    for the kernels to drop.
+    """
+    from jit.code.extraction.compile import compile_batch, kernel_ptx
+
+    failed: dict[str, str] = {}
+    kernels = [k for _, k, _ in items]
+    if "cpu" in run.devices:
+        verdict, _ = compile_batch(module, kernels, "cpu")
+        failed.update({k: r for k, r in verdict.items() if r})
+    for i, arch in enumerate(run.archs if "cuda" in run.devices else ()):
+        alive = [k for k in kernels if k.key not in failed]
+        if not alive:
+            break
+        want_ptx = run.emit_ptx and i == 0
+        verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx)
+        failed.update({k: f"{r} (sm_{arch})" for k, r in verdict.items() if r})
+        if want_ptx and ptx is None:  # the batch was bisected: compile the survivors again for their PTX
+            alive = [k for k in alive if k.key not in failed]
+            if alive:
+                _, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=True)
+        if want_ptx and ptx is not None:
+            for k in alive:
+                if k.key in records:
+                    records[k.key].cuda_ptx = kernel_ptx(ptx, k.get_mangled_name())
+    for spec, kernel, _ in items:
+        if kernel.key in records and kernel.key not in failed:
+            records[kernel.key].validation = {d: "compiled" for d in run.devices}
+    if run.validate == "execute":
+        from jit.code.synthesis import execute
+
+        alive = [(s, k, irs) for s, k, irs in items if k.key not in failed]
+        failed.update(execute.execute_batch(run, alive, records))
+    return failed
+
+
+# ---------------------------------------------------------------------------------------------
+# the validate command
+
+
+def add_arguments(p) -> None:
+    p.add_argument("dataset", help="dataset folder (with data/train-*.jsonl or .parquet)")
+    p.add_argument("--no-compile", action="store_true", help="skip compiling the records")
+    p.add_argument("--arch", type=int, default=90, help="CUDA arch for NVRTC (default 90)")
+    p.add_argument("--show", type=int, default=20, help="bad ids to list (default 20)")
+    p.set_defaults(run=run_command)
+
+
+def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tuple[Counter, dict[str, list[str]], int]:
+    """(problems by reason, reason -> bad ids or shard:line, records read)."""
+    from jit.code.synthesis import writers
+
+    problems: Counter = Counter()
+    bad: dict[str, list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    good: list[dict] = []
+    n = 0
+
+    def report(reason, where):
+        problems[reason] += 1
+        bad[reason].append(where)
+
+    for path in writers.data_files(folder):
+        for line, record, error in writers.read_records(path):
+            where = f"{os.path.basename(path)}:{line}"
+            if error:
+                report("torn or unparseable line", where)
+                continue
+            n += 1
+            missing = [f for f in FIELDS if f not in record]
+            if missing:
+                report(f"missing fields {','.join(missing)}", record.get("id", where))
+                continue
+            rid = record["id"]
+            if rid in seen:
+                report("duplicate id", rid)
+                continue
+            seen.add(rid)
+            if not isinstance(record["python_source"], str) or content_id(record["python_source"]) != rid:
+                report("id does not match python_source", rid)
+                continue
+            good.append(record)
+    if compile_code:
+        for start in range(0, len(good), BATCH):
+            for rid, reason in _compile_records(good[start:start + BATCH], arch, start).items():
+                report(reason, rid)
+    replay = [r for r in good if r.get("io")]
+    if replay:
+        from jit.code.synthesis import execute
+
+        for rid, reason in execute.replay_records(replay).items():
+            report(reason, rid)
+    return problems, bad, n
+
+
+def _compile_records(records: list[dict], arch: int, tag: int) -> dict[str, str]:
+    """Rebuild records from python_source alone (one module) and compile; id -> reason."""
+    from jit.code.extraction import warp_backend as wb
+    from jit.code.extraction.compile import compile_batch
+
+    out: dict[str, str] = {}
+    kept = []
+    for r in records:  # a source that does not define its kernel is bad on its own
+        try:
+            h = wb.define([r["python_source"]], f"jit_synth_check_probe_{tag}")
+            ok = wb.is_kernel(h.namespace.get(r["kernel_name"]))
+            h.release()
+        except Exception as exc:
+            out[r["id"]] = f"python_source does not run: {type(exc).__name__}"
+            continue
+        if not ok:
+            out[r["id"]] = "python_source does not define kernel_name"
+        else:
+            kept.append(r)
+    if not kept:
+        return out
+    handle = wb.define([r["python_source"] for r in kept], f"jit_synth_check_{tag}_{os.getpid()}")
+    try:
+        kernels = [handle.namespace[r["kernel_name"]] for r in kept]
+        by_key = {k.key: r["id"] for k, r in zip(kernels, kept)}
+        for device in ("cpu", "cuda"):
+            todo = [k for k, r in zip(kernels, kept) if r.get(f"{device}_forward") and by_key[k.key] not in out]
+            if not todo:
+                continue
+            verdict, _ = compile_batch(handle.module, todo, device, arch=arch)
+            for key, reason in verdict.items():
+                if reason:
+                    out[by_key[key]] = reason
+    finally:
+        handle.release()
+    return out
+
+
+def run_command(args, parser=None) -> int:
+    from jit.code.synthesis import writers
+
+    if not os.path.isdir(args.dataset):
+        print(f"jit-synth validate: error: {args.dataset} is not a folder", file=sys.stderr)
+        return 2
+    if not writers.data_files(args.dataset):
+        print(f"jit-synth validate: error: no data/train-*.jsonl or .parquet in {args.dataset}", file=sys.stderr)
+        return 2
+    problems, bad, n = check_dataset(args.dataset, not args.no_compile, args.arch)
+    if not problems:
+        print(f"ok: {n} records valid ({'compiled for their devices' if not args.no_compile else 'compile skipped'})")
+        return 0
+    for reason, count in problems.most_common():
+        shown = ", ".join(bad[reason][: args.show])
+        print(f"{count:6d}  {reason}: {shown}")
+    print(f"FAILED: {sum(problems.values())} problems in {n} records")
+    return 1

@@ -1,0 +1,233 @@
+"""Dataset files: work parts, final shards (JSONL or Parquet), ``stats.json`` and the dataset card.
+
+Every file is written under a temporary name and renamed when complete, so a killed run never
+leaves a torn file under a final name. Layout of a finished dataset::
+
+    DIR/data/train-00000-of-00004.jsonl   (or .parquet)
+    DIR/stats.json
+    DIR/README.md                          dataset card with a YAML ``configs:`` block
+    DIR/.jit-synth/run.json                the run's parameters (for --resume)
+    DIR/.jit-synth/parts/part-00003.jsonl  a finished work part (+ part-00003.done.json)
+
+What it leaves out: deciding what goes into a part (``batch_generator``).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from jit.code.synthesis.records import FIELDS
+
+WORK = ".jit-synth"
+
+
+class OutputError(Exception):
+    """An output folder that cannot be used as asked."""
+
+
+def write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: str, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def dumps(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------------
+# work parts
+
+
+def parts_dir(out: str) -> str:
+    return os.path.join(out, WORK, "parts")
+
+
+def part_path(out: str, part: int) -> str:
+    return os.path.join(parts_dir(out), f"part-{part:05d}.jsonl")
+
+
+def done_path(out: str, part: int) -> str:
+    return os.path.join(parts_dir(out), f"part-{part:05d}.done.json")
+
+
+def write_part(out: str, part: int, records: Iterable[dict], stats: dict) -> None:
+    """Write a finished part, then its completion marker (the marker is what resume trusts)."""
+    os.makedirs(parts_dir(out), exist_ok=True)
+    write_atomic(part_path(out, part), "".join(dumps(r) + "\n" for r in records))
+    write_json(done_path(out, part), stats)
+
+
+def finished_parts(out: str) -> dict[int, dict]:
+    done = {}
+    for path in glob.glob(os.path.join(parts_dir(out), "part-*.done.json")):
+        part = int(os.path.basename(path)[5:10])
+        if os.path.exists(part_path(out, part)):
+            with open(path, encoding="utf-8") as f:
+                done[part] = json.load(f)
+    return done
+
+
+def read_part(out: str, part: int) -> Iterator[dict]:
+    with open(part_path(out, part), encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+# ---------------------------------------------------------------------------------------------
+# final shards
+
+
+def shard_name(i: int, n: int, fmt: str) -> str:
+    return f"train-{i:05d}-of-{n:05d}.{fmt}"
+
+
+def data_files(out: str) -> list[str]:
+    files = glob.glob(os.path.join(out, "data", "train-*.jsonl")) + glob.glob(os.path.join(out, "data", "train-*.parquet"))
+    return sorted(files)
+
+
+def write_shards(out: str, records: Iterable[dict], total: int, shard_size: int, fmt: str) -> list[str]:
+    """Stream ``total`` records into ``ceil(total/shard_size)`` shards; drop shards of another layout.
+
+    Only one shard's records are held at a time.
+    """
+    data = os.path.join(out, "data")
+    os.makedirs(data, exist_ok=True)
+    n = max(1, -(-total // shard_size))
+    names = [os.path.join(data, shard_name(i, n, fmt)) for i in range(n)]
+    it = iter(records)
+    for path in names:
+        chunk = [r for _, r in zip(range(shard_size), it)]
+        if fmt == "jsonl":
+            write_atomic(path, "".join(dumps(r) + "\n" for r in chunk))
+        else:
+            write_parquet(path, chunk)
+    for stale in set(data_files(out)) - set(names):
+        os.remove(stale)
+    return names
+
+
+def _parquet_schema():
+    import pyarrow as pa
+
+    text = pa.string()
+    return pa.schema([
+        ("id", text), ("kernel_name", text), ("category", text), ("python_source", text),
+        ("cpu_forward", text), ("cpu_backward", text), ("cuda_forward", text), ("cuda_backward", text),
+        ("cpu_functions", text), ("cuda_functions", text),
+        # nested, open-ended objects are stored as JSON text so every shard has one schema
+        ("validation", text), ("metadata", text), ("io", text), ("cuda_ptx", text),
+    ])
+
+
+JSON_COLUMNS = ("validation", "metadata", "io")
+
+
+def write_parquet(path: str, records: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _parquet_schema()
+    columns = {}
+    for name in schema.names:
+        values = [r.get(name) for r in records]
+        if name in JSON_COLUMNS:
+            values = [None if v is None else json.dumps(v, sort_keys=True) for v in values]
+        columns[name] = values
+    table = pa.Table.from_pydict(columns, schema=schema)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def read_records(path: str) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line number, record or None, error or None) for every row of a shard."""
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            for name in JSON_COLUMNS:
+                if isinstance(row.get(name), str):
+                    row[name] = json.loads(row[name])
+            for name in ("io", "cuda_ptx"):
+                if row.get(name) is None:
+                    row.pop(name, None)
+            yield i, row, None
+        return
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+                yield i, record, None
+            except ValueError as exc:
+                yield i, None, f"unparseable line: {exc}"
+
+
+def read_dataset(out: str) -> Iterator[dict]:
+    for path in data_files(out):
+        for _, record, error in read_records(path):
+            if record is not None:
+                yield record
+
+
+# ---------------------------------------------------------------------------------------------
+# dataset card
+
+
+def write_card(out: str, stats: dict, fmt: str, command: str) -> None:
+    cats = "\n".join(f"| {c} | {n} |" for c, n in sorted(stats.get("per_category", {}).items()))
+    fields = ", ".join(f"`{f}`" for f in FIELDS)
+    card = f"""---
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: "data/train-*.{fmt}"
+license: apache-2.0
+task_categories:
+- text-generation
+tags:
+- code
+- cuda
+- warp
+size_categories:
+- n<1M
+---
+
+# Warp kernel pairs
+
+Python kernels written for NVIDIA Warp, each paired with the C++ (CPU) and CUDA C++ that Warp
+{stats.get("warp_version", "")} generates for it, forward and backward (adjoint).
+Made by `jit-synth` with:
+
+    {command}
+
+{stats.get("count", 0)} records in `data/`. Load with `datasets.load_dataset("path/to/this/folder")`.
+
+## Fields
+
+{fields}; optional `io` (an input/output example of a CPU run) and `cuda_ptx`.
+`metadata` holds the seed and index that regenerate the kernel, the Warp version, options,
+builtins used and line counts; `validation` says how each side was checked.
+
+## Categories
+
+| category | records |
+|---|---|
+{cats}
+"""
+    write_atomic(os.path.join(out, "README.md"), card)
