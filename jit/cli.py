@@ -10,7 +10,9 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from jit.code.synthesis.pipeline import OneLineParser
+
+    parser = OneLineParser(
         prog="jit-synth",
         description="Synthesize and extract Python -> C++/CUDA training pairs from NVIDIA Warp kernels.",
     )
@@ -42,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv[1:]
     return args.run(args, parser)
 
 

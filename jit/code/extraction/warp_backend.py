@@ -190,12 +190,16 @@ class SourceModule:
         if module is not None:
             module._detach_references()
             module.kernels.clear()
+            # Warp numbers a function's C++ name by how often its key was defined in this process;
+            # forgetting released keys keeps names (and so records) independent of what ran before
+            for key in module.functions:
+                _context.function_key_counts.pop(key, None)
             module.functions.clear()
             module.structs.clear() if hasattr(module.structs, "clear") else None
         self.namespace.clear()
 
 
-def define(sources: Iterable[str], module_name: str) -> SourceModule:
+def define(sources: Iterable[str], module_name: str, filenames: Iterable[str] | None = None) -> SourceModule:
     """Execute Python sources (each ``import warp as wp`` + decorated definitions) into one module.
 
     Each source gets a ``linecache`` entry because Warp reads a decorated function's source
@@ -203,14 +207,17 @@ def define(sources: Iterable[str], module_name: str) -> SourceModule:
     Names defined by one source are visible to the next, as in one file.
     """
     init()
+    names = list(filenames) if filenames is not None else None
     namespace: dict[str, Any] = {"__name__": module_name}
     handle = SourceModule(module_name, namespace, [])
     try:
         for i, source in enumerate(sources):
-            filename = f"<jit-synth:{module_name}:{i}>"
+            filename = names[i] if names else f"<jit-synth:{module_name}:{i}>"
             linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
             handle.filenames.append(filename)
-            exec(compile(source, filename, "exec"), namespace)
+            # dont_inherit: this module's `from __future__ import annotations` must not leak into
+            # the source (string annotations break @wp.struct, which evaluates them in its module)
+            exec(compile(source, filename, "exec", dont_inherit=True), namespace)
     except BaseException:
         handle.release()
         raise

@@ -129,20 +129,20 @@ def build_batch(specs: list, devices, backward: bool, module_name: str):
     """
     rejected: dict[str, str] = {}
     try:
-        handle = wb.define([s.source for s in specs], module_name)
+        handle = wb.define([s.source for s in specs], module_name, _filenames(specs))
     except Exception:
         handle = None
     if handle is None:  # one source does not even execute: define each alone to find it
         good = []
         for s in specs:
             try:
-                h = wb.define([s.source], module_name + "_probe")
+                h = wb.define([s.source], module_name + "_probe", _filenames([s]))
                 h.release()
                 good.append(s)
             except Exception as exc:
                 rejected[s.name] = f"define: {type(exc).__name__}"
         specs = good
-        handle = wb.define([s.source for s in specs], module_name) if specs else None
+        handle = wb.define([s.source for s in specs], module_name, _filenames(specs)) if specs else None
     if handle is None:
         return [], rejected, None
     kernels = [handle.namespace[s.name] for s in specs]
@@ -158,6 +158,11 @@ def build_batch(specs: list, devices, backward: bool, module_name: str):
         except ExtractionError as exc:
             rejected[s.name] = "build: " + _short(exc.reason)
     return ok, rejected, handle
+
+
+def _filenames(specs) -> list[str]:
+    """Stable file names: Warp quotes them in comments of the generated code."""
+    return [f"{s.name}.py" for s in specs]
 
 
 def _short(reason: str) -> str:
@@ -278,7 +283,7 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     queue = ctx.Queue()
     results = []
-    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,), maxtasksperchild=8) as pool:
+    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,), maxtasksperchild=1) as pool:
         pending = pool.imap_unordered(_work, [(run, p) for p in parts])
         remaining = len(parts)
         while remaining:

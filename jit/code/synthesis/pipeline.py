@@ -26,6 +26,13 @@ class UsageError(Exception):
     """Bad command-line input: reported in one line with exit code 2."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (no usage dump) and exits 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _positive(name):
     def parse(text):
         try:
@@ -126,19 +133,23 @@ def prepare_output(spec, resume: bool, overwrite: bool) -> None:
         if previous.get("identity") != spec.identity():
             raise UsageError(f"--resume: {out} was made with other options ({_diff(previous.get('identity', {}), spec.identity())}); "
                              "repeat the original command or use --overwrite")
-    parent = os.path.dirname(out) or "."
-    probe_dir = out if os.path.isdir(out) else parent
-    while not os.path.exists(probe_dir):
-        probe_dir = os.path.dirname(probe_dir)
-    if not os.access(probe_dir, os.W_OK):
-        raise UsageError(f"--output {out} is not writable (no write permission on {probe_dir})")
+    ancestor = out
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise UsageError(f"--output {out} is not writable: {ancestor} is a file; give a folder")
+    if not os.access(ancestor, os.W_OK):
+        raise UsageError(f"--output {out} is not writable (no write permission on {ancestor})")
     if overwrite and existing:
         if not resume and not (os.path.exists(run_file) or writers.data_files(out)):
             raise UsageError(f"--overwrite: {out} does not look like a jit-synth dataset; refusing to delete it")
         import shutil
 
         shutil.rmtree(out)
-    os.makedirs(os.path.join(out, writers.WORK), exist_ok=True)
+    try:
+        os.makedirs(os.path.join(out, writers.WORK), exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--output {out} is not writable: {exc.strerror}") from None
     writers.write_json(run_file, {"identity": spec.identity()})
 
 
@@ -277,7 +288,7 @@ def run_command(args, parser=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pipeline.py", description=__doc__,
+    parser = OneLineParser(prog="pipeline.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     argv = sys.argv[1:] if argv is None else argv

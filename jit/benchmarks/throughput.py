@@ -1,0 +1,108 @@
+"""Pairs per second: the pipeline against the straightforward way, on the same kernels.
+
+The straightforward way is what a simple tool does: for every kernel and every device, put
+the kernel in its own Python module, build that module with Warp and take the generated
+source, then write one JSON line. It runs here in this one process.
+
+The pipeline is timed as a whole command (`python -m jit.code.synthesis.pipeline`, start-up,
+generation, writing), on the same seed and count, so both see the same kernels.
+
+    python jit/benchmarks/throughput.py --count 6000 --workers 2
+    python jit/benchmarks/throughput.py --count 2000 --validate compile --baseline-count 100
+
+Memory: add --memory to also report the pipeline's peak RSS (all processes) for --count and
+for --count/10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def straightforward(seed: int, count: int, devices: tuple[str, ...], validate: str, out_path: str) -> float:
+    """Seconds for ``count`` kernels, one module and one build per kernel per device."""
+    from jit.code.extraction import warp_backend as wb
+    from jit.code.extraction.compile import compile_batch
+    from jit.code.synthesis.generator import generate
+
+    wb.init()
+    t0 = time.perf_counter()
+    with open(out_path, "w") as out:
+        for index in range(count):
+            spec = generate(seed, index)
+            record = {"python_source": spec.source}
+            for device in devices:
+                handle = wb.define([spec.source], f"straight_{index}_{device}")
+                try:
+                    kernel = handle.namespace[spec.name]
+                    options = wb.resolve_options(handle.module, device)
+                    build = wb.Build(handle.module, [kernel], options, device)
+                    record[device] = build.module_source(device)
+                    if validate == "compile":
+                        compile_batch(handle.module, [kernel], device, optimization_level=None)
+                finally:
+                    handle.release()
+            out.write(json.dumps(record) + "\n")
+    return time.perf_counter() - t0
+
+
+def pipeline_command(seed, count, workers, validate, out, extra=()) -> list[str]:
+    return [sys.executable, "-m", "jit.code.synthesis.pipeline", "--count", str(count), "--seed", str(seed),
+            "--output", out, "--device", "both", "--workers", str(workers), "--validate", validate,
+            "--shard-size", str(max(50, min(1000, count // max(workers, 1) // 2 or 1))), "-q", *extra]
+
+
+def run_pipeline(seed, count, workers, validate, tmp) -> tuple[float, int]:
+    """(seconds, peak RSS in KiB of the largest child) for the whole pipeline command."""
+    out = os.path.join(tmp, f"ds_{count}_{workers}_{validate}")
+    t0 = time.perf_counter()
+    subprocess.run(pipeline_command(seed, count, workers, validate, out), check=True)
+    seconds = time.perf_counter() - t0
+    return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--count", type=int, default=6000)
+    p.add_argument("--baseline-count", type=int, default=None,
+                   help="kernels for the straightforward way (default: same as --count); its rate is per pair")
+    p.add_argument("--workers", type=int, default=os.cpu_count())
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--validate", choices=("none", "compile"), default="none")
+    p.add_argument("--memory", action="store_true", help="also compare peak RSS for --count and --count/10")
+    args = p.parse_args(argv)
+
+    base_n = args.baseline_count or args.count
+    with tempfile.TemporaryDirectory() as tmp:
+        pipe_s, _ = run_pipeline(args.seed, args.count, args.workers, args.validate, tmp)
+        base_s = straightforward(args.seed, base_n, ("cpu", "cuda"), args.validate, os.path.join(tmp, "base.jsonl"))
+        pipe_rate, base_rate = args.count / pipe_s, base_n / base_s
+        print(f"machine: {os.cpu_count()} cores; validate={args.validate}; devices=cpu+cuda, forward+backward")
+        print(f"straightforward (1 process, module+build per kernel per device): {base_n} pairs in {base_s:.1f} s "
+              f"= {base_rate:.1f} pairs/s")
+        print(f"pipeline (whole command, {args.workers} workers): {args.count} pairs in {pipe_s:.1f} s "
+              f"= {pipe_rate:.1f} pairs/s")
+        print(f"ratio: {pipe_rate / base_rate:.2f}x")
+        if args.memory:
+            small = max(1, args.count // 10)
+            peaks = {}
+            for n in (small, args.count):
+                code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True);"
+                        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+                cmd = pipeline_command(args.seed, n, args.workers, args.validate, os.path.join(tmp, f"mem{n}"))
+                res = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True)
+                peaks[n] = int(res.stdout.strip().splitlines()[-1])
+            print(f"peak RSS (largest process): {small} pairs {peaks[small] / 1024:.0f} MiB, "
+                  f"{args.count} pairs {peaks[args.count] / 1024:.0f} MiB, ratio {peaks[args.count] / peaks[small]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
