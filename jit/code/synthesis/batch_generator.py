@@ -80,6 +80,7 @@ class Slot:
     index: int
     attempt: int = 0
     spec: object = None
+    cid: str = ""
 
 
 @dataclass(slots=True)
@@ -170,7 +171,7 @@ def _short(reason: str) -> str:
     return ":".join(head[:3]).strip()[:80]
 
 
-def make_record(spec, irs: dict[str, KernelIR], run: RunSpec) -> Pair:
+def make_record(spec, irs: dict[str, KernelIR], run: RunSpec, cid: str | None = None) -> Pair:
     ir0 = next(iter(irs.values()))
     meta = dict(spec.metadata)
     meta.update({
@@ -183,7 +184,7 @@ def make_record(spec, irs: dict[str, KernelIR], run: RunSpec) -> Pair:
     for device, ir in irs.items():
         meta[f"{device}_forward_lines"] = ir.forward.count("\n")
     return Pair(
-        id=content_id(spec.source),
+        id=cid or content_id(spec.source),
         kernel_name=spec.name,
         category=spec.category,
         python_source=spec.source,
@@ -212,20 +213,21 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
             slot.spec = _generate(run, slot)
         retry = []
         # dedup inside the part before paying for a build (slot order decides who is first)
-        unique = []
+        unique, batch_ids = [], set()
         for slot in batch:
-            cid = content_id(slot.spec.source)
-            if cid in seen or any(content_id(u.spec.source) == cid for u in unique):
+            cid = slot.cid = content_id(slot.spec.source)
+            if cid in seen or cid in batch_ids:
                 stats.rejects["duplicate"] += 1
                 retry.append(slot)
             else:
+                batch_ids.add(cid)
                 unique.append(slot)
         by_name = {s.spec.name: s for s in unique}
         items, rejected, handle = build_batch([s.spec for s in unique], run.devices, run.backward,
                                               f"jit_synth_p{part.number}_b{batch_no}_{os.getpid()}")
         batch_no += 1
         try:
-            records = {spec.name: make_record(spec, irs, run) for spec, _, irs in items}
+            records = {spec.name: make_record(spec, irs, run, by_name[spec.name].cid) for spec, _, irs in items}
             if run.validate != "none" and items:
                 from jit.code.synthesis import validate as checks
 

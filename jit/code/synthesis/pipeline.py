@@ -69,6 +69,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", default="90", help="CUDA arch(s) for NVRTC, comma-separated (default 90)")
     p.add_argument("--emit-ptx", action="store_true", help="add the PTX of each kernel (field cuda_ptx)")
     p.add_argument("--no-backward", action="store_true", help="skip backward (adjoint) code")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: worker processes on this machine; ray: shard tasks on a Ray cluster "
+                        "(pip install 'warp-jit-synth[ray]'; --output must be on storage every node sees)")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster to join (default: RAY_ADDRESS or a running cluster, else start a local one)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(run=run_command)
 
@@ -99,6 +104,11 @@ def make_spec(args):
     from jit.code.synthesis.batch_generator import RunSpec
 
     devices = DEVICES[args.device]
+    if getattr(args, "executor", "local") == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise UsageError("--executor ray needs Ray: pip install 'warp-jit-synth[ray]'") from None
     if args.emit_ptx and "cuda" not in devices:
         raise UsageError("--emit-ptx needs CUDA code: use --device cuda or --device both")
     if args.format == "parquet":
@@ -188,7 +198,8 @@ class Progress:
             self.bar.close()
 
 
-def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "") -> dict:
+def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "", executor: str = "local",
+                     ray_address: str | None = None) -> dict:
     """Run (or finish) a generation run into ``spec.out``; returns the stats written to stats.json."""
     from jit.code.synthesis import batch_generator as bg
     from jit.code.synthesis import writers
@@ -202,7 +213,13 @@ def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "") 
     try:
         while True:
             todo = [p for p in parts if p.number not in done]
-            for result in bg.run_parts(spec, todo, workers, progress.update):
+            if executor == "ray":
+                from jit.code.synthesis import ray_executor
+
+                results = ray_executor.run_parts(spec, todo, ray_address, progress.update)
+            else:
+                results = bg.run_parts(spec, todo, workers, progress.update)
+            for result in results:
                 done[result["part"]] = result
             unique, dups = bg.unique_ids(spec.out, parts)
             if unique >= spec.count:
@@ -279,7 +296,13 @@ def run_command(args, parser=None) -> int:
         print(f"jit-synth generate: error: {exc}", file=sys.stderr)
         return 2
     command = "jit-synth generate " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []) or [])
-    stats = generate_dataset(spec, args.workers, args.quiet, command.strip())
+    from jit.code.synthesis.ray_executor import ShardFailed
+
+    try:
+        stats = generate_dataset(spec, args.workers, args.quiet, command.strip(), args.executor, args.ray_address)
+    except ShardFailed as exc:
+        print(f"jit-synth generate: error: {exc}; finished parts are kept, rerun with --resume", file=sys.stderr)
+        return 1
     if not args.quiet:
         rejected = sum(stats["rejects"].values())
         print(f"wrote {stats['count']} pairs to {spec.out}/data ({stats['pairs_per_second']} pairs/s, "
