@@ -36,6 +36,8 @@ def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT
         opt = None  # Warp's own default: the PTX a launch would load
     else:
         flags["mode"], opt = CHEAP[device]
+    if device == "cpu":  # generated code trips clang's style warnings (e.g. tautological compares)
+        flags["cpu_compiler_flags"] = (flags.get("cpu_compiler_flags") or "") + " -w"
     verdict: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory(prefix="jit-synth-cc-") as tmp:
         ptx = _compile_split(module, list(kernels), device, (options, flags), opt, tmp, verdict, want_ptx, top=True)
