@@ -13,7 +13,7 @@ compiling the result (``compile``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,25 +104,30 @@ def extract_many(kernels: Sequence, devices: Iterable[str] = DEVICES, backward: 
     if not concrete:
         return []
     module = wb.kernel_module(concrete[0])
-    builds = _builds(module, concrete, devices, block_dim, share_build)
-    return [
-        {device: _kernel_ir(kernel, device, *builds[device], backward) for device in devices}
-        for kernel in concrete
-    ]
+    irs: list[dict[str, KernelIR]] = [{} for _ in concrete]
+    for device, build, options in _builds(module, concrete, devices, block_dim, share_build):
+        for ir, kernel in zip(irs, concrete):
+            ir[device] = _kernel_ir(kernel, device, build, options, backward)
+    return irs
 
 
-def _builds(module, kernels, devices, block_dim, share_build) -> dict[str, tuple]:
-    """device -> (Build, options). Tile kernels depend on block_dim/arch, so they get a build per device."""
+def _builds(module, kernels, devices, block_dim, share_build) -> Iterator[tuple[str, wb.Build, dict]]:
+    """(device, Build, options) per device, in order; the caller generates code before the next.
+
+    A build writes its results (types, blocks, hashes) into the kernels' adjoints, so a
+    device's code must be generated before another device's build overwrites them. Kernels
+    without tiles build alike for every device and share the first build; tile kernels
+    depend on block_dim/arch and get a build per device.
+    """
     options = {d: wb.resolve_options(module, d, block_dim) for d in devices}
-    builds: dict[str, tuple] = {}
     first = devices[0]
-    builds[first] = (_build(module, kernels, options[first], first), options[first])
+    shared = _build(module, kernels, options[first], first)
+    yield first, shared, options[first]
+    # uses_tiles reads the types the first build inferred: it must run after that build
+    share = share_build and not any(wb.uses_tiles(k) for k in kernels)
     for device in devices[1:]:
-        if share_build and not any(wb.uses_tiles(k) for k in kernels):
-            builds[device] = (builds[first][0], options[device])
-        else:
-            builds[device] = (_build(module, kernels, options[device], device), options[device])
-    return builds
+        build = shared if share else _build(module, kernels, options[device], device)
+        yield device, build, options[device]
 
 
 def _build(module, kernels, options, device) -> wb.Build:

@@ -188,6 +188,7 @@ class SourceModule:
             linecache.cache.pop(filename, None)
         module = _context.user_modules.pop(self.name, None)
         if module is not None:
+            module.unload()  # drop loaded CPU code, so a reused name cannot resolve to old symbols
             module._detach_references()
             module.kernels.clear()
             # Warp numbers a function's C++ name by how often its key was defined in this process;
@@ -247,7 +248,11 @@ def resolve_options(module, device: str, block_dim: int | None = None, arch: int
 
 
 def uses_tiles(kernel) -> bool:
-    """True if building ``kernel`` depends on block_dim/arch (tile code); needs one build per device."""
+    """True if building ``kernel`` depends on block_dim/arch (tile code); needs one build per device.
+
+    Tile types of local variables are inferred by a build: before the kernel has been built
+    this only sees tile-typed arguments.
+    """
     adj = kernel.adj
     for var in (*adj.args, *getattr(adj, "variables", ())):
         t = _codegen.strip_reference(var.type)
@@ -266,6 +271,12 @@ class Build:
         self.module = module
         self.options = options
         self.target = target
+        if module.has_unresolved_static_expressions:
+            # as Module.get_module_hash does before hashing: a backend-neutral build of the
+            # module's live kernels evaluates deferred wp.static() expressions, which the
+            # kernel hashes (and so the mangled names) depend on
+            _context.ModuleBuilder(module, options | {"output_arch": None})
+            module.has_unresolved_static_expressions = False
         hasher = _context.ModuleHasher(list(kernels), options)
         self.builder = _context.ModuleBuilder(module, options, hasher=hasher, target=target)
 
