@@ -22,11 +22,14 @@ CHEAP = {"cpu": ("release", 0), "cuda": ("debug", 1)}
 
 
 def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT_CUDA_ARCH,
-                  optimization_level: int | None = None, want_ptx: bool = False) -> tuple[dict[str, str | None], str | None]:
+                  optimization_level: int | None = None, want_ptx: bool = False,
+                  build: wb.Build | None = None) -> tuple[dict[str, str | None], str | None]:
     """Compile ``kernels`` (of one Warp module) for ``device``.
 
     Returns ({kernel key: None if it compiled else the reason}, PTX text of the whole batch or
     None). PTX is kept only when ``want_ptx`` and only for the batch that compiled whole.
+    ``build``: an existing build of exactly these kernels whose state is valid for ``device``
+    (see ``extract_many(builds=...)``), to skip building them again.
     """
     options = wb.resolve_options(module, device, arch=arch)
     flags = dict(options)  # the source is generated with the launch options; only compiler flags change
@@ -40,12 +43,13 @@ def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT
         flags["cpu_compiler_flags"] = (flags.get("cpu_compiler_flags") or "") + " -w"
     verdict: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory(prefix="jit-synth-cc-") as tmp:
-        ptx = _compile_split(module, list(kernels), device, (options, flags), opt, tmp, verdict, want_ptx, top=True)
+        ptx = _compile_split(module, list(kernels), device, (options, flags), opt, tmp, verdict, want_ptx,
+                             top=True, build=build)
     return verdict, ptx
 
 
-def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx, top=False):
-    error = _try_compile(module, kernels, device, options, opt, tmp, keep=want_ptx and top)
+def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx, top=False, build=None):
+    error = _try_compile(module, kernels, device, options, opt, tmp, keep=want_ptx and top, build=build)
     if error is None or isinstance(error, tuple):
         for k in kernels:
             verdict[k.key] = None
@@ -59,12 +63,13 @@ def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx
     return None
 
 
-def _try_compile(module, kernels, device, options, opt, tmp, keep: bool):
+def _try_compile(module, kernels, device, options, opt, tmp, keep: bool, build=None):
     """None (or (None, ptx) when keep) on success, else a short reason."""
     options, flags = options
     try:
-        build = wb.Build(module, kernels, options, device)
-        source = build.module_source(device)
+        if build is None:
+            build = wb.Build(module, kernels, options, device)
+        source = build.module_source(device, options)
     except Exception as exc:
         return f"codegen {device}: {type(exc).__name__}"
     out = os.path.join(tmp, f"m{len(os.listdir(tmp))}" + (".o" if device == "cpu" else ".ptx"))

@@ -84,12 +84,15 @@ def extract_ir(kernel, device: str = "cpu", backward: bool = True, block_dim: in
 
 
 def extract_many(kernels: Sequence, devices: Iterable[str] = DEVICES, backward: bool = True,
-                 block_dim: int | None = None, share_build: bool = True) -> list[dict[str, KernelIR]]:
+                 block_dim: int | None = None, share_build: bool = True,
+                 builds: dict | None = None) -> list[dict[str, KernelIR]]:
     """Extract kernels of one Warp module; one dict device -> KernelIR per concrete kernel.
 
     Generic kernels expand to their overloads, in registration order. The whole set is built
     in one ``ModuleBuilder``; if that fails, each kernel is built alone so that the failing
-    one raises ``ExtractionError`` with Warp's message.
+    one raises ``ExtractionError`` with Warp's message. If ``builds`` is a dict, it receives
+    device -> ``Build`` for each device whose code one build of the whole set produced (to
+    compile that device's module source without building again).
     """
     devices = tuple(devices)
     for d in devices:
@@ -104,30 +107,39 @@ def extract_many(kernels: Sequence, devices: Iterable[str] = DEVICES, backward: 
     if not concrete:
         return []
     module = wb.kernel_module(concrete[0])
-    irs: list[dict[str, KernelIR]] = [{} for _ in concrete]
-    for device, build, options in _builds(module, concrete, devices, block_dim, share_build):
-        for ir, kernel in zip(irs, concrete):
-            ir[device] = _kernel_ir(kernel, device, build, options, backward)
-    return irs
+    irs = {id(k): {} for k in concrete}
+    used = []
+    for device, build, options, group in _builds(module, concrete, devices, block_dim, share_build):
+        used.append((device, build, len(group)))
+        for kernel in group:
+            irs[id(kernel)][device] = _kernel_ir(kernel, device, build, options, backward)
+    # a build still describes its device only if no later build rewrote its kernels (tile kernels)
+    if builds is not None and all(n == len(concrete) for _, _, n in used) and len({id(b) for _, b, _ in used}) == 1:
+        builds.update({device: build for device, build, _ in used})
+    return [irs[id(k)] for k in concrete]
 
 
-def _builds(module, kernels, devices, block_dim, share_build) -> Iterator[tuple[str, wb.Build, dict]]:
-    """(device, Build, options) per device, in order; the caller generates code before the next.
+def _builds(module, kernels, devices, block_dim, share_build) -> Iterator[tuple[str, wb.Build, dict, list]]:
+    """(device, Build, options, kernels) groups, in order; the caller generates code before the next.
 
     A build writes its results (types, blocks, hashes) into the kernels' adjoints, so a
-    device's code must be generated before another device's build overwrites them. Kernels
-    without tiles build alike for every device and share the first build; tile kernels
-    depend on block_dim/arch and get a build per device.
+    group's code must be generated before another build overwrites them. Kernels without
+    tiles build alike for every device and share the first build; tile kernels depend on
+    block_dim/arch and are built again for each further device.
     """
     options = {d: wb.resolve_options(module, d, block_dim) for d in devices}
     first = devices[0]
     shared = _build(module, kernels, options[first], first)
-    yield first, shared, options[first]
+    yield first, shared, options[first], list(kernels)
     # uses_tiles reads the types the first build inferred: it must run after that build
-    share = share_build and not any(wb.uses_tiles(k) for k in kernels)
+    tiled = {id(k) for k in kernels if not share_build or wb.uses_tiles(k)}
+    plain = [k for k in kernels if id(k) not in tiled]
+    tiles = [k for k in kernels if id(k) in tiled]
     for device in devices[1:]:
-        build = shared if share else _build(module, kernels, options[device], device)
-        yield device, build, options[device]
+        if plain:
+            yield device, shared, options[device], plain
+        if tiles:
+            yield device, _build(module, tiles, options[device], device), options[device], tiles
 
 
 def _build(module, kernels, options, device) -> wb.Build:

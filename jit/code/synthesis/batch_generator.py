@@ -123,7 +123,8 @@ def code_fields(irs: dict[str, KernelIR]) -> dict[str, str | None]:
 def build_batch(specs: list, devices, backward: bool, module_name: str):
     """Define and extract a batch in one Warp module.
 
-    Returns ``([(spec, kernel, irs)], {name: reason}, handle)``; ``handle.release()`` frees the module.
+    Returns ``([(spec, kernel, irs)], {name: reason}, handle, builds)``; ``handle.release()`` frees
+    the module; ``builds`` are the extraction's builds reusable for compiling (see extract_many).
 
     Kernels Warp rejects are found by building the rest without them (one module per batch;
     a failure is retried per kernel only when the batch fails).
@@ -145,11 +146,12 @@ def build_batch(specs: list, devices, backward: bool, module_name: str):
         specs = good
         handle = wb.define([s.source for s in specs], module_name, _filenames(specs)) if specs else None
     if handle is None:
-        return [], rejected, None
+        return [], rejected, None, {}
     kernels = [handle.namespace[s.name] for s in specs]
+    builds: dict = {}
     try:
-        results = extract_many(kernels, devices, backward=backward)
-        return list(zip(specs, kernels, results)), rejected, handle
+        results = extract_many(kernels, devices, backward=backward, builds=builds)
+        return list(zip(specs, kernels, results)), rejected, handle, builds
     except ExtractionError:
         pass
     ok = []
@@ -158,7 +160,7 @@ def build_batch(specs: list, devices, backward: bool, module_name: str):
             ok.append((s, k, extract_many([k], devices, backward=backward)[0]))
         except ExtractionError as exc:
             rejected[s.name] = "build: " + _short(exc.reason)
-    return ok, rejected, handle
+    return ok, rejected, handle, {}
 
 
 def _filenames(specs) -> list[str]:
@@ -223,7 +225,7 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
                 batch_ids.add(cid)
                 unique.append(slot)
         by_name = {s.spec.name: s for s in unique}
-        items, rejected, handle = build_batch([s.spec for s in unique], run.devices, run.backward,
+        items, rejected, handle, builds = build_batch([s.spec for s in unique], run.devices, run.backward,
                                               f"jit_synth_p{part.number}_b{batch_no}_{os.getpid()}")
         batch_no += 1
         try:
@@ -231,7 +233,7 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
             if run.validate != "none" and items:
                 from jit.code.synthesis import validate as checks
 
-                rejected.update(checks.validate_batch(run, handle.module, items, records))
+                rejected.update(checks.validate_batch(run, handle.module, items, records, builds))
         finally:
             if handle is not None:
                 handle.release()

@@ -27,25 +27,28 @@ BATCH = 64
 # during generation
 
 
-def validate_batch(run, module, items: list, records: dict) -> dict[str, str]:
+def validate_batch(run, module, items: list, records: dict, builds: dict | None = None) -> dict[str, str]:
     """Compile (and for ``execute`` run) a generated batch; sets each record's ``validation``.
 
-    ``items`` are ``(spec, kernel, irs)`` from one Warp module. Returns {kernel name: reason}
+    ``items`` are ``(spec, kernel, irs)`` from one Warp module; ``builds`` the extraction's
+    reusable builds of exactly these kernels (device -> Build). Returns {kernel name: reason}
     for the kernels to drop.
     """
+    builds = builds or {}
     from jit.code.extraction.compile import compile_batch, kernel_ptx
 
     failed: dict[str, str] = {}
     kernels = [k for _, k, _ in items]
     if "cpu" in run.devices and run.validate != "execute":  # execute compiles the CPU module itself
-        verdict, _ = compile_batch(module, kernels, "cpu")
+        verdict, _ = compile_batch(module, kernels, "cpu", build=builds.get("cpu"))
         failed.update({k: r for k, r in verdict.items() if r})
     for i, arch in enumerate(run.archs if "cuda" in run.devices else ()):
         alive = [k for k in kernels if k.key not in failed]
         if not alive:
             break
         want_ptx = run.emit_ptx and i == 0
-        verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx)
+        reuse = builds.get("cuda") if len(alive) == len(kernels) else None
+        verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx, build=reuse)
         failed.update({k: f"{r} (sm_{arch})" for k, r in verdict.items() if r})
         if want_ptx and ptx is None:  # the batch was bisected: compile the survivors again for their PTX
             alive = [k for k in alive if k.key not in failed]
@@ -181,3 +184,19 @@ def run_command(args, parser=None) -> int:
         print(f"{count:6d}  {reason}: {shown}")
     print(f"FAILED: {sum(problems.values())} problems in {n} records")
     return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from jit.code.synthesis.pipeline import OneLineParser
+
+    parser = OneLineParser(prog="jit-synth validate", description=__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return args.run(args, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

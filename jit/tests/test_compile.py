@@ -1,0 +1,142 @@
+"""Offline compilation: the real compilers' verdict, bisection, PTX cutting, and `validate DIR`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from jit.code.extraction import warp_backend as wb
+from jit.code.extraction.compile import compile_batch, kernel_ptx, ptx_entries
+from jit.code.extraction.ir_extractor import extract_many
+from jit.code.synthesis import pipeline, validate, writers
+from jit.code.synthesis.generator import generate
+
+GOOD = """
+import warp as wp
+
+@wp.kernel
+def good_{n}(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    b[i] = wp.sin(a[i]) * {n}.0
+"""
+
+# Warp builds this (a native snippet is opaque to it); only the C++ compiler can reject it
+BROKEN = """
+import warp as wp
+
+@wp.func_native("return x +* 2.0f;")
+def broken_f(x: float) -> float: ...
+
+@wp.kernel
+def broken_k(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = broken_f(a[i])
+"""
+
+
+@pytest.fixture()
+def batch():
+    handle = wb.define([GOOD.format(n=n) for n in range(3)] + [BROKEN], "test_compile_batch")
+    yield handle, [handle.namespace[f"good_{n}"] for n in range(3)] + [handle.namespace["broken_k"]]
+    handle.release()
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bisection_drops_only_the_broken_kernel(batch, device):
+    handle, kernels = batch
+    verdict, _ = compile_batch(handle.module, kernels, device)
+    assert {k for k, reason in verdict.items() if reason} == {"broken_k"}
+    assert verdict["broken_k"].startswith(f"compile {device}")
+
+
+def test_ptx_names_each_kernel(batch):
+    handle, kernels = batch
+    verdict, ptx = compile_batch(handle.module, kernels[:3], "cuda", want_ptx=True)
+    assert not any(verdict.values())
+    assert ptx.lstrip().startswith("//") and ".version" in ptx
+    entries = ptx_entries(ptx)
+    for k in kernels[:3]:
+        text = kernel_ptx(ptx, k.get_mangled_name())
+        assert f".entry {k.get_mangled_name()}_cuda_kernel_forward(" in text
+        assert f".entry {k.get_mangled_name()}_cuda_kernel_backward(" in text
+        assert text.count(".entry") == 2
+    # each cut entry is balanced and ends with its closing brace
+    for text in entries.values():
+        code = "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+        assert code.count("{") == code.count("}") and code.rstrip().endswith("}")
+
+
+def test_shared_build_source_equals_per_device_builds():
+    specs = [s for s in (generate(11, i) for i in range(24)) if not s.metadata["launch"].get("block_dim")]
+    handle = wb.define([s.source for s in specs], "test_compile_shared", [f"{s.name}.py" for s in specs])
+    try:
+        kernels = [handle.namespace[s.name] for s in specs]
+        builds: dict = {}
+        extract_many(kernels, ("cpu", "cuda"), builds=builds)
+        assert set(builds) == {"cpu", "cuda"}
+        for device in ("cpu", "cuda"):
+            options = wb.resolve_options(handle.module, device)
+            fresh = wb.Build(handle.module, kernels, options, device).module_source(device)
+            assert builds[device].module_source(device, options) == fresh
+    finally:
+        handle.release()
+
+
+@pytest.fixture(scope="module")
+def compiled_dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ds") / "ds"
+    argv = ["--count", "6", "--output", str(out), "--seed", "2", "--workers", "1", "--validate", "compile",
+            "--emit-ptx", "--categories", "arithmetic,vector,matrix", "-q"]
+    assert pipeline.main(argv) == 0
+    return out
+
+
+def test_compile_validated_records(compiled_dataset):
+    records = list(writers.read_dataset(str(compiled_dataset)))
+    assert len(records) == 6
+    for r in records:
+        assert r["validation"] == {"cpu": "compiled", "cuda": "compiled"}
+        mangled = r["cuda_forward"].split("void ", 1)[1].split("_cuda_kernel_forward", 1)[0]
+        assert f".entry {mangled}_cuda_kernel_forward(" in r["cuda_ptx"]
+    stats = json.loads((compiled_dataset / "stats.json").read_text())
+    assert stats["validation"]["cpu=compiled"] == 6
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_validate_passes_then_fails(compiled_dataset, tmp_path, capsys):
+    assert validate.main([str(compiled_dataset)]) == 0
+    # a kernel broken behind its id: python_source no longer compiles for CPU or CUDA
+    bad = _copy(compiled_dataset, tmp_path / "broken")
+    shard = writers.data_files(str(bad))[0]
+    lines = open(shard).read().splitlines()
+    record = json.loads(lines[0])
+    record["python_source"] = record["python_source"].replace("i = wp.tid()", "i = wp.tid()\n    q = undefined_name", 1)
+    from jit.code.synthesis.records import content_id
+
+    record["id"] = content_id(record["python_source"])
+    lines[0] = json.dumps(record)
+    open(shard, "w").write("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert validate.main([str(bad)]) == 1
+    assert record["id"] in capsys.readouterr().out
+
+    torn = _copy(compiled_dataset, tmp_path / "torn")
+    shard = writers.data_files(str(torn))[0]
+    text = open(shard).read()
+    open(shard, "w").write(text[: len(text) - 40])
+    assert validate.main([str(torn), "--no-compile"]) == 1
+    assert "torn or unparseable line" in capsys.readouterr().out
+
+
+def test_validate_bad_input(tmp_path):
+    assert validate.main([str(tmp_path / "missing")]) == 2
+    assert validate.main([str(tmp_path)]) == 2
+    assert os.listdir(tmp_path) == []
