@@ -296,12 +296,12 @@ def run_command(args, parser=None) -> int:
         print(f"jit-synth generate: error: {exc}", file=sys.stderr)
         return 2
     command = "jit-synth generate " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []) or [])
-    from jit.code.synthesis.ray_executor import ShardFailed
+    from jit.code.synthesis.ray_executor import ClusterError
 
     try:
         stats = generate_dataset(spec, args.workers, args.quiet, command.strip(), args.executor, args.ray_address)
-    except ShardFailed as exc:
-        print(f"jit-synth generate: error: {exc}; finished parts are kept, rerun with --resume", file=sys.stderr)
+    except ClusterError as exc:
+        print(f"jit-synth generate: error: {exc}", file=sys.stderr)
         return 1
     if not args.quiet:
         rejected = sum(stats["rejects"].values())
