@@ -280,7 +280,7 @@ def test_kernels_the_build_dropped_do_not_stop_the_batch():
 def generated():
     """One generated kernel per category, built, validated by execution, as records."""
     specs = [generate(11, i, [category], "small") for i, category in enumerate(sorted(CATEGORIES))]
-    items, rejected, handle = build_batch(specs, ("cpu",), True, "jit_test_execute_generated")
+    items, rejected, handle, _ = build_batch(specs, ("cpu",), True, "jit_test_execute_generated")
     run = RunSpec(out="unused", count=len(specs), devices=("cpu",), validate="execute")
     try:
         records = {spec.name: make_record(spec, irs, run) for spec, _, irs in items}
@@ -308,7 +308,7 @@ def test_generated_kernels_execute_and_replay(generated):
 def test_generated_io_is_deterministic(generated):
     specs, records, dropped = generated
     spec = next(s for s in specs if s.name in records and records[s.name].io is not None)
-    items, _, handle = build_batch([spec], ("cpu",), True, "jit_test_execute_again")
+    items, _, handle, _ = build_batch([spec], ("cpu",), True, "jit_test_execute_again")
     record = make_record(spec, items[0][2], RunSpec(out="unused", count=1))
     try:
         execute.execute_batch(RunSpec(out="unused", count=1, devices=("cpu",)), items, {spec.name: record})

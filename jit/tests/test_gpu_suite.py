@@ -26,11 +26,11 @@ class Sample:
 
     def __init__(self, category: str):
         specs = [generate(SEED, i, [category], "mixed") for i in range(SAMPLES)]
-        items, self.rejected, self.handle = build_batch(specs, ("cpu", "cuda"), True, f"jit_gpu_suite_{category}")
+        items, self.rejected, self.handle, _ = build_batch(specs, ("cpu", "cuda"), True, f"jit_gpu_suite_{category}")
         if self.rejected and self.handle is not None:  # Warp loads every kernel of a module: drop them
             self.handle.release()
             kept = [spec for spec, _, _ in items]
-            items, _, self.handle = build_batch(kept, ("cpu", "cuda"), True, f"jit_gpu_suite_{category}_kept")
+            items, _, self.handle, _ = build_batch(kept, ("cpu", "cuda"), True, f"jit_gpu_suite_{category}_kept")
         self.runs = []  # (spec, kernel, plan, values)
         self.not_runnable = {}
         for spec, kernel, _ in items:

@@ -86,7 +86,8 @@ def _categories(text: str | None) -> tuple[str, ...] | None:
     names = tuple(c.strip() for c in text.split(",") if c.strip())
     unknown = [c for c in names if c not in CATEGORIES]
     if unknown or not names:
-        raise UsageError(f"unknown category {', '.join(unknown) or text!r}; choose from: {', '.join(sorted(CATEGORIES))}")
+        raise UsageError(f"unknown category {', '.join(unknown) or repr(text)}; "
+                         f"choose from: {', '.join(sorted(CATEGORIES))}")
     return names
 
 
