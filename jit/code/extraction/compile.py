@@ -23,15 +23,16 @@ CHEAP = {"cpu": ("release", 0), "cuda": ("debug", 1)}
 
 def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT_CUDA_ARCH,
                   optimization_level: int | None = None, want_ptx: bool = False,
-                  build: wb.Build | None = None) -> tuple[dict[str, str | None], str | None]:
+                  build: wb.Build | None = None, block_dim: int | None = None) -> tuple[dict[str, str | None], str | None]:
     """Compile ``kernels`` (of one Warp module) for ``device``.
 
     Returns ({kernel key: None if it compiled else the reason}, PTX text of the whole batch or
     None). PTX is kept only when ``want_ptx`` and only for the batch that compiled whole.
     ``build``: an existing build of exactly these kernels whose state is valid for ``device``
-    (see ``extract_many(builds=...)``), to skip building them again.
+    (see ``extract_many(builds=...)``), to skip building them again. ``block_dim``: the launch
+    block size the code is for (tile kernels), else the module's.
     """
-    options = wb.resolve_options(module, device, arch=arch)
+    options = wb.resolve_options(module, device, block_dim, arch=arch)
     flags = dict(options)  # the source is generated with the launch options; only compiler flags change
     if optimization_level is not None:
         opt = optimization_level

@@ -236,11 +236,13 @@ def define_one(source: str, module_name: str) -> tuple[SourceModule, dict]:
 
 
 def resolve_options(module, device: str, block_dim: int | None = None, arch: int = DEFAULT_CUDA_ARCH) -> dict:
-    """Module options as Warp resolves them for a launch on ``device``.
+    """Module options as Warp resolves them for a launch on ``device`` with ``block_dim``.
 
-    CPU launches use ``block_dim`` 1 (unless given); CUDA launches the module's block_dim.
+    CUDA launches use the given block_dim, else the module's. CPU launches run one thread
+    per block (block_dim 1) unless ``wp.config.enable_cpu_blocks`` lets a launch ask for more,
+    as ``wp.launch``/``wp.launch_tiled`` do.
     """
-    if block_dim is None and device == "cpu":
+    if device == "cpu" and not (block_dim and wp.config.enable_cpu_blocks):
         block_dim = 1
     options = module.resolve_options(wp.config, block_dim)
     options["output_arch"] = None if device == "cpu" else arch

@@ -120,7 +120,7 @@ def code_fields(irs: dict[str, KernelIR]) -> dict[str, str | None]:
     return out
 
 
-def build_batch(specs: list, devices, backward: bool, module_name: str):
+def build_batch(specs: list, devices, backward: bool, module_name: str, block_dim: int | None = None):
     """Define and extract a batch in one Warp module.
 
     Returns ``([(spec, kernel, irs)], {name: reason}, handle, builds)``; ``handle.release()`` frees
@@ -150,14 +150,14 @@ def build_batch(specs: list, devices, backward: bool, module_name: str):
     kernels = [handle.namespace[s.name] for s in specs]
     builds: dict = {}
     try:
-        results = extract_many(kernels, devices, backward=backward, builds=builds)
+        results = extract_many(kernels, devices, backward=backward, block_dim=block_dim, builds=builds)
         return list(zip(specs, kernels, results)), rejected, handle, builds
     except ExtractionError:
         pass
     ok = []
     for s, k in zip(specs, kernels):
         try:
-            ok.append((s, k, extract_many([k], devices, backward=backward)[0]))
+            ok.append((s, k, extract_many([k], devices, backward=backward, block_dim=block_dim)[0]))
         except ExtractionError as exc:
             rejected[s.name] = "build: " + _short(exc.reason)
     return ok, rejected, handle, {}
@@ -200,40 +200,75 @@ def make_record(spec, irs: dict[str, KernelIR], run: RunSpec, cid: str | None = 
 # one part
 
 
+def launch_block_dim(spec) -> int | None:
+    """The block_dim a kernel is launched with (tile kernels), None for the module default."""
+    return spec.metadata.get("launch", {}).get("block_dim")
+
+
 def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
-    """Produce one part (its slots' kernels, in slot order) and write it with its marker."""
+    """Produce one part (its slots' kernels, in slot order) and write it with its marker.
+
+    Slots are generated in order, BATCH at a time, and built in one Warp module per batch.
+    Kernels launched with their own block_dim (tile kernels) wait in a queue per block_dim
+    until a batch of them is full (or the part runs out), since Warp compiles a module once
+    per launch block_dim.
+    """
     wb.init()
     t0 = time.perf_counter()
-    stats = PartStats(part.number)
+    state = _PartState(run, part, progress)
     pending = [Slot(i) for i in range(part.start, part.stop)]
-    done: dict[int, dict] = {}
-    seen: set[str] = set()
-    batch_no = 0
-    while pending:
+    queues: dict[int | None, list[Slot]] = {}
+    while pending or any(queues.values()):
         batch, pending = pending[:BATCH], pending[BATCH:]
         for slot in batch:
             slot.spec = _generate(run, slot)
-        retry = []
-        # dedup inside the part before paying for a build (slot order decides who is first)
-        unique, batch_ids = [], set()
-        for slot in batch:
+            queues.setdefault(launch_block_dim(slot.spec), []).append(slot)
+        for key in sorted(queues, key=lambda k: -1 if k is None else k):
+            queue = queues[key]
+            while queue and (key is None or len(queue) >= BATCH or not pending):
+                group, queue[:] = queue[:BATCH], queue[BATCH:]
+                pending += state.process(group, key)
+    stats = state.stats
+    stats.records = len(state.done)
+    stats.seconds = time.perf_counter() - t0
+    marker = stats.to_dict() | {"start": part.start, "stop": part.stop}
+    writers.write_part(run.out, part.number, (state.done[i] for i in sorted(state.done)), marker)
+    return stats
+
+
+class _PartState:
+    """What a part has so far: records by slot, ids seen, rejects."""
+
+    def __init__(self, run: RunSpec, part: Part, progress):
+        self.run, self.part, self.progress = run, part, progress
+        self.stats = PartStats(part.number)
+        self.done: dict[int, dict] = {}
+        self.seen: set[str] = set()
+        self.batches = 0
+
+    def process(self, group: list[Slot], block_dim: int | None) -> list[Slot]:
+        """Build, extract and validate a group of slots; returns the slots to try again."""
+        run, stats = self.run, self.stats
+        retry, unique, batch_ids = [], [], set()
+        for slot in group:  # dedup before paying for a build (slot order decides who is first)
             cid = slot.cid = content_id(slot.spec.source)
-            if cid in seen or cid in batch_ids:
+            if cid in self.seen or cid in batch_ids:
                 stats.rejects["duplicate"] += 1
                 retry.append(slot)
             else:
                 batch_ids.add(cid)
                 unique.append(slot)
         by_name = {s.spec.name: s for s in unique}
-        items, rejected, handle, builds = build_batch([s.spec for s in unique], run.devices, run.backward,
-                                              f"jit_synth_p{part.number}_b{batch_no}_{os.getpid()}")
-        batch_no += 1
+        items, rejected, handle, builds = build_batch(
+            [s.spec for s in unique], run.devices, run.backward,
+            f"jit_synth_p{self.part.number}_b{self.batches}_{os.getpid()}", block_dim)
+        self.batches += 1
         try:
             records = {spec.name: make_record(spec, irs, run, by_name[spec.name].cid) for spec, _, irs in items}
             if run.validate != "none" and items:
                 from jit.code.synthesis import validate as checks
 
-                rejected.update(checks.validate_batch(run, handle.module, items, records, builds))
+                rejected.update(checks.validate_batch(run, handle.module, items, records, builds, block_dim))
         finally:
             if handle is not None:
                 handle.release()
@@ -242,22 +277,18 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
             records.pop(name, None)
             retry.append(by_name[name])
         for name, rec in records.items():
-            slot = by_name[name]
-            seen.add(rec.id)
-            done[slot.index] = rec.to_dict()
+            self.seen.add(rec.id)
+            self.done[by_name[name].index] = rec.to_dict()
+        again = []
         for slot in retry:
             slot.attempt += 1
             if slot.attempt < MAX_ATTEMPTS:
-                pending.append(slot)
+                again.append(slot)
             else:
                 stats.rejects["gave up after retries"] += 1
-        if progress is not None:
-            progress.put((len(records), sum(1 for _ in retry)))
-    stats.records = len(done)
-    stats.seconds = time.perf_counter() - t0
-    marker = stats.to_dict() | {"start": part.start, "stop": part.stop}
-    writers.write_part(run.out, part.number, (done[i] for i in sorted(done)), marker)
-    return stats
+        if self.progress is not None:
+            self.progress.put((len(records), len(retry)))
+        return again
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ BATCH = 64
 # during generation
 
 
-def validate_batch(run, module, items: list, records: dict, builds: dict | None = None) -> dict[str, str]:
+def validate_batch(run, module, items: list, records: dict, builds: dict | None = None,
+                   block_dim: int | None = None) -> dict[str, str]:
     """Compile (and for ``execute`` run) a generated batch; sets each record's ``validation``.
 
     ``items`` are ``(spec, kernel, irs)`` from one Warp module; ``builds`` the extraction's
@@ -40,7 +41,7 @@ def validate_batch(run, module, items: list, records: dict, builds: dict | None 
     failed: dict[str, str] = {}
     kernels = [k for _, k, _ in items]
     if "cpu" in run.devices and run.validate != "execute":  # execute compiles the CPU module itself
-        verdict, _ = compile_batch(module, kernels, "cpu", build=builds.get("cpu"))
+        verdict, _ = compile_batch(module, kernels, "cpu", build=builds.get("cpu"), block_dim=block_dim)
         failed.update({k: r for k, r in verdict.items() if r})
     for i, arch in enumerate(run.archs if "cuda" in run.devices else ()):
         alive = [k for k in kernels if k.key not in failed]
@@ -48,12 +49,13 @@ def validate_batch(run, module, items: list, records: dict, builds: dict | None 
             break
         want_ptx = run.emit_ptx and i == 0
         reuse = builds.get("cuda") if len(alive) == len(kernels) else None
-        verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx, build=reuse)
+        verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx, build=reuse,
+                                     block_dim=block_dim)
         failed.update({k: f"{r} (sm_{arch})" for k, r in verdict.items() if r})
         if want_ptx and ptx is None:  # the batch was bisected: compile the survivors again for their PTX
             alive = [k for k in alive if k.key not in failed]
             if alive:
-                _, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=True)
+                _, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=True, block_dim=block_dim)
         if want_ptx and ptx is not None:
             for k in alive:
                 if k.key in records:
@@ -115,10 +117,16 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tup
                 report("id does not match python_source", rid)
                 continue
             good.append(record)
-    if compile_code:
-        for start in range(0, len(good), BATCH):
-            for rid, reason in _compile_records(good[start:start + BATCH], arch, start).items():
-                report(reason, rid)
+    if compile_code:  # Warp compiles a module once per launch block_dim: group records by it
+        groups: dict = defaultdict(list)
+        for r in good:
+            launch = (r.get("metadata") or {}).get("launch") or {}
+            groups[launch.get("block_dim")].append(r)
+        for block_dim, group in sorted(groups.items(), key=lambda g: g[0] or 0):
+            for start in range(0, len(group), BATCH):
+                chunk = group[start:start + BATCH]
+                for rid, reason in _compile_records(chunk, arch, f"{block_dim}_{start}", block_dim).items():
+                    report(reason, rid)
     replay = [r for r in good if r.get("io")]
     if replay:
         from jit.code.synthesis import execute
@@ -128,7 +136,7 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tup
     return problems, bad, n
 
 
-def _compile_records(records: list[dict], arch: int, tag: int) -> dict[str, str]:
+def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | None = None) -> dict[str, str]:
     """Rebuild records from python_source alone (one module) and compile; id -> reason."""
     from jit.code.extraction import warp_backend as wb
     from jit.code.extraction.compile import compile_batch
@@ -157,7 +165,7 @@ def _compile_records(records: list[dict], arch: int, tag: int) -> dict[str, str]
             todo = [k for k, r in zip(kernels, kept) if r.get(f"{device}_forward") and by_key[k.key] not in out]
             if not todo:
                 continue
-            verdict, _ = compile_batch(handle.module, todo, device, arch=arch)
+            verdict, _ = compile_batch(handle.module, todo, device, arch=arch, block_dim=block_dim)
             for key, reason in verdict.items():
                 if reason:
                     out[by_key[key]] = reason
