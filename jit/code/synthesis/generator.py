@@ -1,0 +1,188 @@
+"""``generate(seed, index)`` -> one random Warp kernel as a self-contained Python source.
+
+Csmith/YARPGen in spirit: each item draws from its own ``random.Random(f"{seed}:{index}:{attempt}")``,
+picks a category from the weighted registry (``categories``), and lets that category's
+builder compose the kernel from the typed statement and expression builders (``stmt``,
+``expr``). Every module-level name in a source (kernel, helpers, structs) ends in the item's
+8-hex hash, so many sources can share one Warp module. ``attempt`` lets the pipeline draw a
+new kernel for the same index when Warp rejects one.
+
+What it leaves out: building and validating the kernel (the pipeline does that with
+``ir_extractor``), and executing it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from jit.code.extraction import warp_backend as wb
+from jit.code.synthesis import types as T
+from jit.code.synthesis.categories import CATEGORIES, Category
+from jit.code.synthesis.stmt import KernelBuilder, Param
+
+__all__ = ["CATEGORIES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
+
+GENERATOR_VERSION = 1
+CONSTRUCTORS = {"vec": "vector", "mat": "matrix", "quat": "quaternion", "transform": "transformation",
+                "spatial_vector": "vector", "spatial_matrix": "matrix"}
+
+
+@dataclass(slots=True)
+class KernelSpec:
+    name: str
+    category: str
+    source: str
+    seed: int
+    index: int
+    attempt: int
+    metadata: dict = field(default_factory=dict)
+
+
+def item_hash(seed: int, index: int, attempt: int) -> str:
+    return hashlib.sha1(f"{seed}:{index}:{attempt}".encode()).hexdigest()[:8]
+
+
+def generate(seed: int, index: int, categories: Sequence[str] | None = None,
+             complexity: str | int = "medium", attempt: int = 0) -> KernelSpec:
+    """The kernel of item ``index`` of run ``seed``; the same arguments always give the same source."""
+    names = choosable(categories)
+    rng = random.Random(f"{seed}:{index}:{attempt}")
+    category = rng.choices(names, [CATEGORIES[n].weight for n in names])[0]
+    suffix = item_hash(seed, index, attempt)
+    name = f"{category}_{suffix}"
+    kb: KernelBuilder = CATEGORIES[category].build(rng, name, suffix, complexity)
+    source = kb.source()
+    return KernelSpec(name, category, source, seed, index, attempt,
+                      metadata(kb, source, category, seed, index, attempt, complexity))
+
+
+def choosable(categories: Sequence[str] | None) -> list[str]:
+    if categories is None:
+        return list(CATEGORIES)
+    names = list(dict.fromkeys(categories))
+    unknown = [n for n in names if n not in CATEGORIES]
+    if unknown or not names:
+        raise ValueError(f"unknown categories {unknown or names}; valid choices: {', '.join(CATEGORIES)}")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
+# metadata
+
+
+def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: int, attempt: int,
+             complexity) -> dict:
+    needs = bool(kb.meta.get("needs_runtime_objects"))
+    reason = kb.meta.get("reason")
+    launch = {
+        "dim": list(kb.dims),
+        "args": [arg_info(p, kb.dims) for p in kb.params],
+        "runnable": not needs,
+        "reason": reason,
+    }
+    if kb.block_dim is not None:
+        launch["block_dim"] = kb.block_dim
+        launch["tiled"] = True
+    outputs = [p for p in kb.params if p.kind == "array" and p.role in ("out", "inout")]
+    return {
+        "generator_version": GENERATOR_VERSION,
+        "seed": seed,
+        "index": index,
+        "attempt": attempt,
+        "category": category,
+        "complexity": complexity,
+        "statements": kb.budget,
+        "lines": source.count("\n"),
+        "helpers": len(kb.funcs),
+        "structs": len(kb.structs),
+        "builtins": called_builtins(source),
+        "operators": called_operators(source),
+        "launch": launch,
+        "differentiable_outputs": [p.name for p in outputs
+                                   if p.dtype.kind not in ("struct", "bool") and p.dtype.is_float
+                                   and kb.meta.get("differentiable", True)],
+        "deterministic": bool(kb.meta.get("deterministic", True)),
+        "needs_runtime_objects": needs,
+        "needs_runtime_objects_reason": reason,
+    }
+
+
+def arg_info(p: Param, dims: list[int]) -> dict:
+    info = {"name": p.name, "kind": p.kind, "dtype": p.dtype.name, "role": p.role}
+    if p.kind == "array":
+        info["shape"] = list(p.shape) if p.shape is not None else list(dims[: p.ndim])
+    lo, hi = p.value_range
+    if p.dtype.kind == "uint" or p.dtype.scalar == "uint32":
+        lo = max(0.0, lo)
+    info["range"] = [lo, hi]
+    if p.dtype.kind == "struct":
+        info["fields"] = struct_fields(p.dtype)
+    return info
+
+
+def struct_fields(t) -> dict:
+    """Field name -> Warp dtype name, or for a nested struct {"dtype": name, "fields": {...}}."""
+    return {n: ({"dtype": ft.name, "fields": struct_fields(ft)} if ft.kind == "struct" else ft.name)
+            for n, ft in t.fields}
+
+
+@functools.cache
+def warp_builtins() -> frozenset[str]:
+    """Names of all of Warp's builtins (the denominator of coverage)."""
+    return frozenset(wb.builtin_names())
+
+
+def called_builtins(source: str) -> list[str]:
+    """Warp builtins a source calls explicitly as ``wp.name(...)``; type constructors count as
+    the constructor builtin Warp resolves them to (``wp.vec3f(...)`` -> ``vector``)."""
+    names = warp_builtins()
+    found = set()
+    for node in _body_nodes(source):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "wp":
+            attr = node.func.attr
+            if attr in names:
+                found.add(attr)
+            elif attr not in ("kernel", "func", "struct", "array"):
+                found.add(constructor_builtin(attr) or attr)
+    return sorted(n for n in found if n in names)
+
+
+def _body_nodes(source: str):
+    """AST nodes inside function bodies (annotations such as ``wp.array(...)`` are not calls)."""
+    for top in ast.parse(source).body:
+        if isinstance(top, ast.FunctionDef):
+            for stmt in top.body:
+                yield from ast.walk(stmt)
+
+
+def constructor_builtin(attr: str) -> str | None:
+    for prefix in sorted(CONSTRUCTORS, key=len, reverse=True):
+        if attr.startswith(prefix):
+            return CONSTRUCTORS[prefix]
+    return None
+
+
+_OPERATOR_BUILTINS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",
+                      ast.FloorDiv: "floordiv", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
+                      ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift",
+                      ast.USub: "neg", ast.Invert: "invert", ast.Not: "unot"}
+
+
+def called_operators(source: str) -> list[str]:
+    """Builtins reached through Python operators (``a + b`` -> ``add``), reported separately."""
+    found = set()
+    for node in _body_nodes(source):
+        op = getattr(node, "op", None)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)) and type(op) in _OPERATOR_BUILTINS:
+            found.add(_OPERATOR_BUILTINS[type(op)])
+    return sorted(found)
+
+
+def value_types() -> list[str]:
+    return [t.name for t in T.VALUE_TYPES]

@@ -1,0 +1,127 @@
+"""Summarise a dataset folder: category counts, Warp builtin coverage and kernel sizes.
+
+Reads every record of DIR/data/*.jsonl (fields id, kernel_name, category, python_source,
+metadata with builtins and lines) and prints how many kernels each category has, how many
+distinct Warp builtins the kernels call out of all of Warp's builtins (and the most and
+least used), and the distribution of kernel sizes in lines. Records without metadata are
+measured from their python_source. Exits 2 with one line when DIR holds no records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+from jit.code.synthesis.generator import called_builtins, warp_builtins
+
+
+class StatsError(Exception):
+    """A folder that cannot be summarised, with the reason."""
+
+
+def read_records(folder: Path):
+    files = sorted((folder / "data").glob("*.jsonl")) if folder.is_dir() else []
+    if not files:
+        raise StatsError(f"no records: {folder}/data/*.jsonl not found")
+    for path in files:
+        with path.open(encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise StatsError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+
+
+def summarise(records) -> dict:
+    categories: collections.Counter = collections.Counter()
+    builtins: collections.Counter = collections.Counter()
+    sizes: list[int] = []
+    for rec in records:
+        meta = rec.get("metadata") or {}
+        source = rec.get("python_source") or ""
+        categories[rec.get("category") or "?"] += 1
+        called = meta.get("builtins")
+        if called is None and source:
+            called = called_builtins(source)
+        builtins.update(set(called or ()))
+        sizes.append(int(meta.get("lines") or source.count("\n")))
+    if not sizes:
+        raise StatsError("no records in the data files")
+    sizes.sort()
+    total = len(warp_builtins())
+    return {
+        "records": len(sizes),
+        "categories": dict(categories.most_common()),
+        "builtins_distinct": len(builtins),
+        "builtins_total": total,
+        "builtin_coverage": round(len(builtins) / total, 4),
+        "builtins_most_used": builtins.most_common(10),
+        "builtins_least_used": sorted(builtins.items(), key=lambda kv: (kv[1], kv[0]))[:10],
+        "lines": {"min": sizes[0], "p10": _pct(sizes, 10), "median": _pct(sizes, 50), "p90": _pct(sizes, 90),
+                  "max": sizes[-1], "mean": round(sum(sizes) / len(sizes), 1)},
+        "size_histogram": _histogram(sizes),
+    }
+
+
+def _pct(values: list[int], p: int) -> int:
+    return values[min(len(values) - 1, len(values) * p // 100)]
+
+
+def _histogram(sizes: list[int]) -> dict[str, int]:
+    edges = (10, 20, 30, 50, 80, 120)
+    out: dict[str, int] = {}
+    lo = 0
+    for hi in (*edges, None):
+        label = f"{lo}-{hi - 1}" if hi else f"{lo}+"
+        out[label] = sum(1 for s in sizes if s >= lo and (hi is None or s < hi))
+        lo = hi or lo
+    return out
+
+
+def render(summary: dict) -> str:
+    lines = [f"records: {summary['records']}", "", "categories:"]
+    width = max(len(c) for c in summary["categories"])
+    for cat, n in summary["categories"].items():
+        lines.append(f"  {cat:<{width}}  {n:>7}  {100 * n / summary['records']:5.1f}%")
+    lines += ["", f"builtin coverage: {summary['builtins_distinct']} / {summary['builtins_total']} "
+                  f"distinct Warp builtins called ({100 * summary['builtin_coverage']:.1f}%)",
+              "  most used:  " + ", ".join(f"{b} ({n})" for b, n in summary["builtins_most_used"]),
+              "  least used: " + ", ".join(f"{b} ({n})" for b, n in summary["builtins_least_used"]),
+              "", "size (lines of python source):"]
+    s = summary["lines"]
+    lines.append(f"  min {s['min']}  p10 {s['p10']}  median {s['median']}  p90 {s['p90']}  max {s['max']}  mean {s['mean']}")
+    for label, n in summary["size_histogram"].items():
+        lines.append(f"  {label:>8}  {n:>7}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    try:
+        summary = summarise(read_records(Path(args.dir)))
+    except (StatsError, OSError) as exc:
+        print(f"jit-synth stats: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2) if args.json else render(summary))
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", metavar="DIR", help="dataset folder (with data/*.jsonl)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(run=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="jit-synth stats", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return args.run(args, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

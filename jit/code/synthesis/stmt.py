@@ -1,0 +1,583 @@
+"""Statements, helper functions and whole kernels, built recursively over ``expr``.
+
+A ``KernelBuilder`` owns one kernel being generated: its parameters (created lazily, only
+when an expression reads them, so no parameter is ever unused), its ``@wp.struct`` and
+``@wp.func`` helpers, its launch dimensions and its statement tree. Statements are small
+node classes that render themselves; categories add their own statements through
+``Profile.extra`` hooks.
+
+Loops stay bounded (literal or clamped trip counts, ``while`` counters incremented first)
+and keep values bounded: on entering a loop, variables in scope have their bound raised by
+the most any increments inside can add (64 iterations x ``AUG_BUDGET`` statements x
+``STEP``), and inside loops increments are squashed to ``STEP`` and assignments to the raised
+bound. What it leaves out: choosing categories and naming (``generator``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from jit.code.synthesis import expr as E
+from jit.code.synthesis import types as T
+from jit.code.synthesis.expr import Context, Expr
+from jit.code.synthesis.types import WType
+
+MAX_TRIPS = 64  # product of trip counts of nested loops
+AUG_BUDGET = 4  # increments of one variable allowed inside one loop nest
+STEP = 4.0  # bound on one increment inside a loop
+INDENT = "    "
+
+
+# ---------------------------------------------------------------------------------------------
+# statement nodes
+
+
+@dataclass(slots=True)
+class Assign:
+    target: str
+    value: Expr
+    aug: str = ""  # "", "+", "-", "*", "/", "%", "&", "|", "^"
+
+    def render(self, pad: str) -> list[str]:
+        return [f"{pad}{self.target} {self.aug}= {self.value.text}"]
+
+
+@dataclass(slots=True)
+class Store:  # out[idx] = value (also component/field stores: v[0] = x, s.a = x)
+    target: str
+    index: tuple[str, ...]
+    value: Expr
+
+    def render(self, pad: str) -> list[str]:
+        sub = f"[{', '.join(self.index)}]" if self.index else ""
+        return [f"{pad}{self.target}{sub} = {self.value.text}"]
+
+
+@dataclass(slots=True)
+class If:
+    cond: Expr
+    body: list
+    orelse: list = field(default_factory=list)
+
+    def render(self, pad: str, keyword: str = "if") -> list[str]:
+        out = [f"{pad}{keyword} {self.cond.text}:", *render_block(self.body, pad + INDENT)]
+        if len(self.orelse) == 1 and isinstance(self.orelse[0], If):
+            out += self.orelse[0].render(pad, "elif")
+        elif self.orelse:
+            out += [f"{pad}else:", *render_block(self.orelse, pad + INDENT)]
+        return out
+
+
+@dataclass(slots=True)
+class For:
+    var: str
+    bounds: tuple[str, ...]  # the range(...) arguments
+    body: list
+
+    def render(self, pad: str) -> list[str]:
+        return [f"{pad}for {self.var} in range({', '.join(self.bounds)}):", *render_block(self.body, pad + INDENT)]
+
+
+@dataclass(slots=True)
+class While:
+    counter: str
+    limit: int
+    body: list  # the counter increment is the body's first statement
+
+    def render(self, pad: str) -> list[str]:
+        return [f"{pad}{self.counter} = int(0)", f"{pad}while {self.counter} < {self.limit}:",
+                f"{pad}{INDENT}{self.counter} += 1", *render_block(self.body, pad + INDENT)]
+
+
+@dataclass(slots=True)
+class Line:  # a statement with no tree: break, continue, return, calls for effect
+    text: str
+    value: Expr | None = None
+
+    def render(self, pad: str) -> list[str]:
+        return [pad + line for line in self.text.splitlines()]
+
+
+def render_block(stmts: list, pad: str) -> list[str]:
+    out: list[str] = []
+    for s in stmts:
+        out += s.render(pad)
+    return out or [f"{pad}pass"]
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel parameters, structs, helpers
+
+
+@dataclass(slots=True)
+class Param:
+    name: str
+    kind: str  # array | scalar | struct | handle
+    dtype: WType
+    ndim: int = 1
+    role: str = "in"
+    value_range: tuple[float, float] = (-2.0, 2.0)
+    shape: tuple[int, ...] | None = None  # None: the launch dims
+
+    def annotation(self) -> str:
+        if self.kind == "array":
+            return f"wp.array(dtype={self.dtype.py}" + (f", ndim={self.ndim})" if self.ndim > 1 else ")")
+        if self.kind == "handle":
+            return "wp.uint64"
+        return self.dtype.py
+
+
+@dataclass(slots=True)
+class Profile:
+    """How a category shapes a kernel: types it favours, builtins, statement mix, extra statements."""
+
+    types: dict[WType, float]
+    out_types: tuple[WType, ...] = (T.FLOAT32,)
+    prefer: frozenset[str] | None = None
+    allow: frozenset[str] | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    extra: list[Callable] = field(default_factory=list)  # fn(builder, depth) -> list of statements
+    helpers: tuple[int, int] = (0, 0)
+    ndim: int = 1
+    outputs: tuple[int, int] = (1, 2)
+    max_depth: int | None = None
+
+
+BASE_WEIGHTS = {"decl": 5.0, "assign": 1.5, "aug": 2.0, "if": 1.2, "for": 0.8, "while": 0.3, "comp": 0.4,
+                "return": 0.15, "continue": 0.3, "break": 0.15, "extra": 0.0}
+COMPLEXITY = {"small": (3, 6, 2), "medium": (6, 12, 3), "large": (12, 24, 4)}
+
+
+def complexity_of(complexity: str | int, rng: random.Random) -> tuple[int, int]:
+    """(statement budget, expression depth) for a complexity name or statement count."""
+    if isinstance(complexity, int):
+        return max(1, complexity), 2 + min(3, complexity // 8)
+    if complexity == "mixed":
+        complexity = rng.choice(("small", "medium", "medium", "large"))
+    if complexity not in COMPLEXITY:
+        raise ValueError(f"unknown complexity {complexity!r}; choose from small, medium, large, mixed or an int")
+    lo, hi, depth = COMPLEXITY[complexity]
+    return rng.randint(lo, hi), depth
+
+
+class KernelBuilder:
+    """One kernel in the making: parameters, helpers, statements; ``source()`` renders it."""
+
+    def __init__(self, rng: random.Random, name: str, suffix: str, profile: Profile, complexity: str | int = "medium"):
+        self.rng = rng
+        self.name = name
+        self.suffix = suffix
+        self.profile = profile
+        self.budget, depth = complexity_of(complexity, rng)
+        self.ctx = Context(rng, max_depth=profile.max_depth or depth, prefer=profile.prefer, allow=profile.allow)
+        self.params: list[Param] = []
+        self.structs: list[tuple[WType, str]] = []  # (type, source)
+        self.funcs: list[str] = []
+        self.body: list = []
+        self.readonly: set[str] = set()
+        self.loop_depth = 0
+        self.trips = 1
+        self.aug_left: dict[str, int] = {}
+        self.counter = 0
+        self.ndim = profile.ndim
+        self.dims = launch_dims(rng, self.ndim)
+        self.tids = ["i", "j", "k"][: self.ndim]
+        self.block_dim: int | None = None
+        self.meta: dict[str, Any] = {"deterministic": True, "needs_runtime_objects": False, "reason": None}
+        self.ctx.builder = self
+        self.ctx.readers.append(read_array)
+        self.ctx.readers.append(read_scalar_param)
+        for t, n in zip(self.tids, self.dims):
+            self.ctx.scope[0][t] = E.var(t, T.INT32, float(n))
+            self.readonly.add(t)
+
+    # -- names -------------------------------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def global_name(self, prefix: str) -> str:
+        """A module-level name unique to this kernel (the pipeline shares one namespace)."""
+        self.counter += 1
+        return f"{prefix}{self.counter}_{self.suffix}"
+
+    # -- parameters --------------------------------------------------------------------------
+
+    def param(self, kind: str, dtype: WType, role: str = "in", ndim: int | None = None, **kw) -> Param:
+        prefix = {"in": "a", "out": "out", "inout": "buf"}[role] if kind == "array" else {"scalar": "s", "struct": "p", "handle": "h"}[kind]
+        p = Param(self.fresh(prefix), kind, dtype, ndim if ndim is not None else self.ndim, role, **kw)
+        self.params.append(p)
+        return p
+
+    def inputs(self, t: WType) -> list[Param]:
+        return [p for p in self.params if p.kind == "array" and p.dtype == t and p.role == "in" and p.shape is None]
+
+    def index_exprs(self, p: Param, depth: int = 1) -> list[str]:
+        """Indices into ``p`` that are in bounds by construction, one per dimension."""
+        rng = self.rng
+        out = []
+        for d in range(p.ndim):
+            tid = self.tids[d] if d < self.ndim else None
+            size = f"{p.name}.shape[{d}]"
+            roll = rng.random()
+            if tid is not None and roll < 0.6:
+                out.append(tid)
+            elif tid is not None and roll < 0.75:
+                out.append(f"({tid} + {rng.randint(1, 5)}) % {size}")
+            elif tid is not None and roll < 0.82:
+                out.append(f"{size} - 1 - {tid}")
+            else:
+                e = E.gen(self.ctx, T.INT32, self.ctx.max_depth - 1)
+                out.append(f"wp.clamp({e.text}, 0, {size} - 1)")
+        return out
+
+    # -- statements --------------------------------------------------------------------------
+
+    def block(self, budget: int, depth: int = 0, new_scope: bool = True) -> list:
+        """A list of statements using about ``budget`` statements in all (nested ones included)."""
+        if new_scope:
+            self.ctx.scope.append({})
+        out: list = []
+        try:
+            while budget > 0:
+                stmts, cost = self.statement(budget, depth)
+                out += stmts
+                budget -= max(1, cost)
+        finally:
+            if new_scope:
+                self.ctx.scope.pop()
+        return out
+
+    def statement(self, budget: int, depth: int) -> tuple[list, int]:
+        weights = dict(BASE_WEIGHTS)
+        weights.update(self.profile.weights)
+        if self.profile.extra:
+            weights["extra"] = weights.get("extra") or 1.5
+        if depth >= 3 or budget < 3:
+            for k in ("if", "for", "while"):
+                weights[k] = 0.0
+        if self.loop_depth == 0:
+            weights["continue"] = weights["break"] = 0.0
+        if self.trips * 2 > MAX_TRIPS:
+            weights["for"] = weights["while"] = 0.0
+        kind = self.rng.choices(list(weights), list(weights.values()))[0]
+        return getattr(self, f"s_{kind}")(budget, depth)
+
+    def local_type(self) -> WType:
+        types = self.profile.types
+        return self.rng.choices(list(types), list(types.values()))[0]
+
+    def declare(self, name: str, value: Expr) -> None:
+        self.ctx.scope[-1][name] = E.var(name, value.type, value.bound)
+
+    def s_decl(self, budget: int, depth: int) -> tuple[list, int]:
+        value = typed(E.gen(self.ctx, self.local_type()))
+        name = self.fresh("v")
+        self.declare(name, value)
+        return [Assign(name, value)], 1
+
+    def assignable(self, t: WType | None = None) -> list[Expr]:
+        return [v for v in self.ctx.variables(t) if v.name not in self.readonly and v.type.kind not in ("struct",)]
+
+    def s_assign(self, budget: int, depth: int) -> tuple[list, int]:
+        targets = self.assignable()
+        if not targets:
+            return self.s_decl(budget, depth)
+        v = self.rng.choice(targets)
+        value = E.gen(self.ctx, v.type)
+        if value.text == v.name:  # x = x
+            value = E.lit(self.rng, v.type)
+        value = typed(value)
+        if self.loop_depth:
+            value = E.fit(self.rng, value, max(1.0, v.bound)) if value.bound > v.bound else value
+        self.raise_bound(v.name, value.bound)
+        return [Assign(v.name, value)], 1
+
+    def s_aug(self, budget: int, depth: int) -> tuple[list, int]:
+        targets = [v for v in self.assignable() if v.type.kind not in ("bool", "transform")]
+        if not targets:
+            return self.s_decl(budget, depth)
+        v = self.rng.choice(targets)
+        t = v.type
+        ops = ["+", "-"]
+        if t.is_scalar:
+            ops += ["/", "*"] if t.kind == "float" else ["%", "&", "|", "^", "*"]
+        elif t.kind in ("vec", "mat", "spatial", "quat", "smat"):
+            ops += ["*"]
+        op = self.rng.choice(ops)
+        if self.loop_depth and (self.aug_left.get(v.name, 0) <= 0 or op in ("*", "|", "^")):
+            return self.s_assign(budget, depth)
+        rng = self.rng
+        if op == "*":
+            value = E.gen(self.ctx, t.scalar and T.SCALARS[t.scalar] if not t.is_scalar else t)
+            value = E.fit(rng, value, 2.0) if v.bound * value.bound > E.limit_of(t) else value
+            new_bound = v.bound * max(1.0, value.bound)
+        elif op in ("/", "%"):
+            raw = E.gen(self.ctx, t)
+            value = E.binop("add", E.call("abs", [raw], t), E.one(t), t)
+            new_bound = v.bound
+        elif op in ("&", "|", "^"):
+            value = E.fit(rng, E.gen(self.ctx, t), 255.0)
+            new_bound = max(v.bound, value.bound) * 2 + 1 if op != "&" else v.bound
+        else:
+            value = E.gen(self.ctx, t)
+            if self.loop_depth:
+                value = E.fit(rng, value, STEP)
+                self.aug_left[v.name] -= 1
+                new_bound = v.bound  # already raised on loop entry
+            else:
+                new_bound = v.bound + value.bound
+        if new_bound > E.limit_of(t) and not self.loop_depth:
+            return self.s_assign(budget, depth)
+        self.raise_bound(v.name, new_bound)
+        return [Assign(v.name, value, op)], 1
+
+    def raise_bound(self, name: str, bound: float) -> None:
+        for frame in reversed(self.ctx.scope):
+            if name in frame:
+                old = frame[name]
+                frame[name] = E.var(name, old.type, max(old.bound, bound))
+                return
+
+    def s_comp(self, budget: int, depth: int) -> tuple[list, int]:
+        targets = [v for v in self.assignable() if v.type.kind in ("vec", "mat")]
+        if not targets:
+            return self.s_decl(budget, depth)
+        v = self.rng.choice(targets)
+        comp = T.component_type(v.type)
+        idx = tuple(str(self.rng.randrange(n)) for n in v.type.shape)
+        value = E.fit(self.rng, E.gen(self.ctx, comp), max(1.0, v.bound))
+        self.raise_bound(v.name, value.bound)
+        return [Store(v.name, idx, value)], 1
+
+    def s_if(self, budget: int, depth: int) -> tuple[list, int]:
+        inner = max(1, (budget - 1) // 2)
+        cond = E.gen(self.ctx, T.BOOL)
+        body = self.block(self.rng.randint(1, inner), depth + 1)
+        orelse: list = []
+        roll = self.rng.random()
+        if roll < 0.3:
+            orelse = [self.s_if(max(2, inner), depth + 1)[0][0]]
+        elif roll < 0.7:
+            orelse = self.block(self.rng.randint(1, inner), depth + 1)
+        return [If(cond, body, orelse)], 1 + count(body) + count(orelse)
+
+    def enter_loop(self, trips: int) -> dict:
+        """Raise the bound of every variable in scope by what the loop's increments can add."""
+        saved = {"trips": self.trips, "aug": dict(self.aug_left)}
+        self.trips *= trips
+        self.loop_depth += 1
+        for v in self.assignable():
+            if v.name in self.aug_left:
+                continue
+            self.aug_left[v.name] = AUG_BUDGET
+            if v.type.kind != "bool":
+                self.raise_bound(v.name, v.bound + MAX_TRIPS * AUG_BUDGET * STEP)
+        return saved
+
+    def leave_loop(self, saved: dict) -> None:
+        self.trips = saved["trips"]
+        self.loop_depth -= 1
+        if self.loop_depth == 0:
+            self.aug_left = {}
+
+    def s_for(self, budget: int, depth: int) -> tuple[list, int]:
+        rng = self.rng
+        limit = max(2, min(8, MAX_TRIPS // self.trips))
+        roll = rng.random()
+        if roll < 0.45:
+            n = rng.randint(2, limit)
+            bounds, trips, top = (str(n),), n, n
+        elif roll < 0.7:
+            lo = rng.randint(0, 3)
+            n = rng.randint(2, limit)
+            step = rng.choice((1, 1, 2))
+            bounds = (str(lo), str(lo + n * step)) + ((str(step),) if step > 1 else ())
+            trips, top = n, lo + n * step
+        else:  # a trip count computed at run time, clamped
+            e = E.gen(self.ctx, T.INT32, self.ctx.max_depth - 1)
+            n = rng.randint(2, limit)
+            bounds, trips, top = (f"wp.clamp({e.text}, 0, {n})",), n, n
+        var = self.fresh("t")
+        saved = self.enter_loop(trips)
+        self.ctx.scope.append({var: E.var(var, T.INT32, float(top))})
+        self.readonly.add(var)
+        try:
+            body = self.block(rng.randint(1, max(1, budget - 1)), depth + 1)
+        finally:
+            self.ctx.scope.pop()
+            self.leave_loop(saved)
+        return [For(var, bounds, body)], 1 + count(body)
+
+    def s_while(self, budget: int, depth: int) -> tuple[list, int]:
+        n = self.rng.randint(2, max(2, min(6, MAX_TRIPS // self.trips)))
+        var = self.fresh("c")
+        saved = self.enter_loop(n)
+        self.ctx.scope.append({var: E.var(var, T.INT32, float(n))})
+        self.readonly.add(var)
+        try:
+            body = self.block(self.rng.randint(1, max(1, budget - 2)), depth + 1)
+        finally:
+            self.ctx.scope.pop()
+            self.leave_loop(saved)
+        self.ctx.scope[-1][var] = E.var(var, T.INT32, float(n))
+        return [While(var, n, body)], 2 + count(body)
+
+    def s_return(self, budget: int, depth: int) -> tuple[list, int]:
+        return [If(E.gen(self.ctx, T.BOOL), [Line("return")])], 1
+
+    def s_continue(self, budget: int, depth: int) -> tuple[list, int]:
+        return [If(E.gen(self.ctx, T.BOOL), [Line("continue")])], 1
+
+    def s_break(self, budget: int, depth: int) -> tuple[list, int]:
+        return [If(E.gen(self.ctx, T.BOOL), [Line("break")])], 1
+
+    def s_extra(self, budget: int, depth: int) -> tuple[list, int]:
+        fn = self.rng.choice(self.profile.extra)
+        stmts = fn(self, depth)
+        return stmts, max(1, count(stmts))
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def add_helper(self, ret: WType | None = None, arg_types: list[WType] | None = None) -> None:
+        """A ``@wp.func`` of a few typed parameters, callable from later expressions."""
+        rng = self.rng
+        ret = ret or self.local_type()
+        if arg_types is None:
+            arg_types = [self.local_type() for _ in range(rng.randint(1, 3))]
+        name = self.global_name("f")
+        args = [f"x{n}" for n in range(len(arg_types))]
+        saved = (self.ctx.scope, self.readonly, self.params, self.ctx.readers, self.loop_depth, self.trips, self.aug_left)
+        self.ctx.scope = [{a: E.var(a, t, 4.0) for a, t in zip(args, arg_types)}]
+        self.readonly = set(args)
+        self.ctx.readers = [r for r in self.ctx.readers if getattr(r, "pure", False)]
+        self.params = []
+        self.loop_depth, self.trips, self.aug_left = 0, 1, {}
+        weights = self.profile.weights
+        self.profile.weights = {**weights, "return": 0.0, "extra": 0.0}
+        extra = self.profile.extra
+        self.profile.extra = []
+        try:
+            early = None
+            if rng.random() < 0.3:
+                early = (E.gen(self.ctx, T.BOOL), E.fit(rng, E.gen(self.ctx, ret)))
+            body = self.block(rng.randint(1, 4), 1, new_scope=False)
+            result = E.fit(rng, E.gen(self.ctx, ret))
+        finally:
+            self.ctx.scope, self.readonly, self.params, self.ctx.readers, self.loop_depth, self.trips, self.aug_left = saved
+            self.profile.weights = weights
+            self.profile.extra = extra
+        sig = ", ".join(f"{a}: {t.py}" for a, t in zip(args, arg_types))
+        lines = ["@wp.func", f"def {name}({sig}) -> {ret.py}:", *render_block(body, INDENT)]
+        if early is not None:
+            lines[2:2] = [f"{INDENT}if {early[0].text}:", f"{INDENT}{INDENT}return {early[1].text}"]
+        lines.append(f"{INDENT}return {result.text}")
+        self.funcs.append("\n".join(lines))
+        bound = max(result.bound, early[1].bound if early else 0.0)
+        self.ctx.helpers.append((name, tuple(arg_types), ret, bound))
+
+    # -- assembly ----------------------------------------------------------------------------
+
+    def write_outputs(self) -> list:
+        lo, hi = self.profile.outputs
+        out = []
+        self.ctx.var_p = 0.9  # outputs are made of what the body computed
+        for _ in range(self.rng.randint(lo, hi)):
+            t = self.rng.choice(self.profile.out_types)
+            p = self.param("array", t, "out")
+            value = E.fit(self.rng, E.gen(self.ctx, t), E.limit_of(t))
+            out.append(Store(p.name, tuple(self.tids), value))
+        self.ctx.var_p = 0.55
+        return out
+
+    def source(self) -> str:
+        tid = f"{INDENT}{', '.join(self.tids)} = wp.tid()"
+        body = render_block(self.body, INDENT)
+        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(body)))
+        self.params = [p for p in self.params if p.name in words]  # no unused parameters
+        parts = ["import warp as wp"]
+        parts += [src for _, src in self.structs]
+        parts += self.funcs
+        sig = ", ".join(f"{p.name}: {p.annotation()}" for p in self.params)
+        kernel = ["@wp.kernel", f"def {self.name}({sig}):", tid, *body]
+        parts.append("\n".join(kernel))
+        return "\n\n\n".join(parts) + "\n"
+
+
+def constant(e: Expr) -> bool:
+    """True for literals and operators over literals only (``-3``, ``~-7``): Warp folds them."""
+    return e.op == "lit" or (e.op in ("un", "bin") and all(constant(a) for a in e.args))
+
+
+def typed(value: Expr) -> Expr:
+    """A constant wrapped in its type: Warp wants ``float(1.0)`` for a variable loops may change."""
+    if constant(value) and value.type.is_scalar and value.type.scalar in ("int32", "float32", "bool"):
+        out = E.cast(value.type, value)
+        out.bound = value.bound
+        return out
+    return value
+
+
+def count(stmts: list) -> int:
+    n = 0
+    for s in stmts:
+        n += 1
+        if isinstance(s, If):
+            n += count(s.body) + count(s.orelse)
+        elif isinstance(s, (For, While)):
+            n += count(s.body)
+    return n
+
+
+def launch_dims(rng: random.Random, ndim: int) -> list[int]:
+    if ndim == 1:
+        return [rng.choice((4, 8, 16, 32, 64))]
+    if ndim == 2:
+        return [rng.randint(2, 8), rng.randint(2, 8)]
+    return [rng.randint(2, 4), rng.randint(2, 4), rng.randint(2, 4)]
+
+
+# ---------------------------------------------------------------------------------------------
+# readers: how expressions reach kernel inputs
+
+
+MAX_INPUTS = 5
+
+
+def read_array(ctx: Context, t: WType) -> Expr | None:
+    """An element of an input array of dtype ``t`` (created on first use), at a safe index."""
+    kb: KernelBuilder = ctx.builder
+    if t.kind == "bool":
+        return None
+    arrays = kb.inputs(t)
+    n_inputs = sum(1 for p in kb.params if p.role == "in")
+    if not arrays or (n_inputs < MAX_INPUTS and kb.rng.random() < 0.15):
+        if n_inputs >= MAX_INPUTS or t.kind in ("smat",):
+            return None
+        kind_ok = t in kb.profile.types or t in kb.profile.out_types or kb.rng.random() < 0.3
+        if not kind_ok:
+            return None
+        arrays = [kb.param("array", t, "in")]
+    p = kb.rng.choice(arrays)
+    ctx.used.add(p.name)
+    idx = kb.index_exprs(p)
+    return Expr(f"{p.name}[{', '.join(idx)}]", t, 2.0, "arr", p.name, (), tuple(idx))
+
+
+def read_scalar_param(ctx: Context, t: WType) -> Expr | None:
+    kb: KernelBuilder = ctx.builder
+    if t not in (T.FLOAT32, T.INT32) or kb.rng.random() < 0.7:
+        return None
+    existing = [p for p in kb.params if p.kind == "scalar" and p.dtype == t]
+    if existing and kb.rng.random() < 0.7:
+        p = kb.rng.choice(existing)
+    else:
+        if sum(1 for p in kb.params if p.role == "in") >= MAX_INPUTS:
+            return None
+        p = kb.param("scalar", t, "in", ndim=0, value_range=(-2.0, 2.0) if t.kind == "float" else (-8.0, 8.0))
+    ctx.used.add(p.name)
+    return Expr(p.name, t, 8.0 if t.kind == "int" else 2.0, "var", p.name)
