@@ -29,6 +29,7 @@ from jit.code.synthesis.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
+WORKER_PARTS = 16  # parts a worker process runs before it is replaced (bounds Warp's slow growth)
 
 
 @dataclass(slots=True)
@@ -63,9 +64,19 @@ class Part:
     stop: int
 
 
+PARTS_WANTED = 32  # enough parts to keep a machine's workers busy, whatever the count
+MIN_PART = 64
+
+
+def part_size(count: int, shard_size: int) -> int:
+    """Slots per part: a function of the run's count and shard size only, never of the workers."""
+    return min(shard_size, max(MIN_PART, -(-count // PARTS_WANTED)))
+
+
 def plan(count: int, shard_size: int) -> list[Part]:
-    """The parts of a run: consecutive index ranges of at most ``shard_size`` covering ``count`` slots."""
-    return [Part(p, s, min(s + shard_size, count)) for p, s in enumerate(range(0, count, shard_size))]
+    """The parts of a run: consecutive index ranges covering ``count`` slots (see ``part_size``)."""
+    size = part_size(count, shard_size)
+    return [Part(p, s, min(s + size, count)) for p, s in enumerate(range(0, count, size))]
 
 
 def extend(parts: list[Part], missing: int, shard_size: int) -> list[Part]:
@@ -315,10 +326,13 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
     if workers <= 1 or len(parts) == 1 and workers <= 1:
         q = _LocalQueue(on_progress)
         return [run_part(run, p, q).to_dict() | {"start": p.start, "stop": p.stop} for p in parts]
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    fork = "fork" in mp.get_all_start_methods()
+    if fork:  # build the generator's tables (builtin signatures) once, for every forked worker to share
+        _generate(run, Slot(parts[0].start))
+    ctx = mp.get_context("fork" if fork else "spawn")
     queue = ctx.Queue()
     results = []
-    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,), maxtasksperchild=1) as pool:
+    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,), maxtasksperchild=WORKER_PARTS) as pool:
         pending = pool.imap_unordered(_work, [(run, p) for p in parts])
         remaining = len(parts)
         while remaining:

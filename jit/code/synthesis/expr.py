@@ -74,7 +74,6 @@ class Sig:
 @functools.cache
 def signatures() -> dict[WType, tuple[Sig, ...]]:
     """Return type -> the builtin signatures producing it, from Warp's registry, over VALUE_TYPES."""
-    wb.init()
     candidates = [T.warp_type(t) for t in T.VALUE_TYPES]
     table: dict[WType, list[Sig]] = {}
     for name in wb.builtin_names():
