@@ -29,7 +29,7 @@ from jit.code.synthesis.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
-WORKER_PARTS = 16  # parts a worker process runs before it is replaced (bounds Warp's slow growth)
+WORKER_KERNELS = 2000  # a worker process is replaced after about this many slots (bounds Warp's slow growth)
 
 
 @dataclass(slots=True)
@@ -242,8 +242,7 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
     stats = state.stats
     stats.records = len(state.done)
     stats.seconds = time.perf_counter() - t0
-    marker = stats.to_dict() | {"start": part.start, "stop": part.stop}
-    writers.write_part(run.out, part.number, (state.done[i] for i in sorted(state.done)), marker)
+    state.done.finish(stats.to_dict() | {"start": part.start, "stop": part.stop})
     return stats
 
 
@@ -253,7 +252,7 @@ class _PartState:
     def __init__(self, run: RunSpec, part: Part, progress):
         self.run, self.part, self.progress = run, part, progress
         self.stats = PartStats(part.number)
-        self.done: dict[int, dict] = {}
+        self.done = writers.PartWriter(run.out, part.number)
         self.seen: set[str] = set()
         self.batches = 0
 
@@ -289,7 +288,7 @@ class _PartState:
             retry.append(by_name[name])
         for name, rec in records.items():
             self.seen.add(rec.id)
-            self.done[by_name[name].index] = rec.to_dict()
+            self.done.add(by_name[name].index, rec.to_dict())
         again = []
         for slot in retry:
             slot.attempt += 1
@@ -332,7 +331,9 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
     ctx = mp.get_context("fork" if fork else "spawn")
     queue = ctx.Queue()
     results = []
-    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,), maxtasksperchild=WORKER_PARTS) as pool:
+    per_worker = max(1, WORKER_KERNELS // max(p.stop - p.start for p in parts))
+    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,),
+                  maxtasksperchild=per_worker) as pool:
         pending = pool.imap_unordered(_work, [(run, p) for p in parts])
         remaining = len(parts)
         while remaining:

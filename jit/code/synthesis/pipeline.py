@@ -229,6 +229,7 @@ def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "", 
     finally:
         progress.close()
     writers.write_shards(spec.out, bg.merged(spec.out, spec.count, parts), spec.count, spec.shard_size, spec.fmt)
+    writers.remove_scratch(spec.out)
     seconds = time.perf_counter() - t0
     stats = summarise(spec, [done[p.number] for p in parts], dups, seconds, resumed, workers)
     writers.write_json(os.path.join(spec.out, "stats.json"), stats)

@@ -14,6 +14,7 @@ What it leaves out: deciding what goes into a part (``batch_generator``).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -62,11 +63,60 @@ def done_path(out: str, part: int) -> str:
     return os.path.join(parts_dir(out), f"part-{part:05d}.done.json")
 
 
+class PartWriter:
+    """A part's records, kept on disk as they finish and written in slot order at the end.
+
+    Records arrive out of slot order (retried slots finish later); holding them in memory
+    would grow with the part, so each goes to a scratch file at once and ``finish`` copies
+    them in order into the part file, then writes the completion marker (the marker is what
+    resume trusts).
+    """
+
+    def __init__(self, out: str, part: int):
+        os.makedirs(parts_dir(out), exist_ok=True)
+        self.out, self.part = out, part
+        self.scratch_path = f"{part_path(out, part)}.unsorted-{os.getpid()}"
+        self.scratch = open(self.scratch_path, "w+b")
+        self.where: dict[int, tuple[int, int]] = {}  # slot index -> (offset, length)
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def add(self, index: int, record: dict) -> None:
+        data = (dumps(record) + "\n").encode("utf-8")
+        self.scratch.seek(0, os.SEEK_END)
+        self.where[index] = (self.scratch.tell(), len(data))
+        self.scratch.write(data)
+
+    def finish(self, stats: dict) -> None:
+        path = part_path(self.out, self.part)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            for index in sorted(self.where):
+                offset, length = self.where[index]
+                self.scratch.seek(offset)
+                f.write(self.scratch.read(length))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self.scratch.close()
+        os.remove(self.scratch_path)
+        write_json(done_path(self.out, self.part), stats)
+
+
 def write_part(out: str, part: int, records: Iterable[dict], stats: dict) -> None:
-    """Write a finished part, then its completion marker (the marker is what resume trusts)."""
-    os.makedirs(parts_dir(out), exist_ok=True)
-    write_atomic(part_path(out, part), "".join(dumps(r) + "\n" for r in records))
-    write_json(done_path(out, part), stats)
+    """Write a finished part from records already in slot order, then its completion marker."""
+    writer = PartWriter(out, part)
+    for i, record in enumerate(records):
+        writer.add(i, record)
+    writer.finish(stats)
+
+
+def remove_scratch(out: str) -> None:
+    """Delete scratch and temporary files that killed workers left in the parts folder."""
+    for path in glob.glob(os.path.join(parts_dir(out), "*.unsorted-*")) + glob.glob(os.path.join(parts_dir(out), "*.tmp-*")):
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def finished_parts(out: str) -> dict[int, dict]:
