@@ -9,9 +9,24 @@ import argparse
 import sys
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from jit.code.synthesis.pipeline import OneLineParser
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (no usage dump) and exits 2."""
 
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def run_command(prog: str, module, argv: list[str] | None = None) -> int:
+    """Run one sub-command module (its ``add_arguments`` and docstring) on ``argv`` by itself."""
+    parser = OneLineParser(prog=prog, description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(parser)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    args.argv = argv
+    return args.run(args, parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="jit-synth",
         description="Synthesize and extract Python -> C++/CUDA training pairs from NVIDIA Warp kernels.",

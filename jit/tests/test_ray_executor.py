@@ -166,6 +166,8 @@ def test_failing_part_is_retried_then_reported_with_its_range(local_ray, tmp_pat
 
 
 def _identity(out) -> dict:
-    parser = pipeline.OneLineParser()
+    from jit.cli import OneLineParser
+
+    parser = OneLineParser()
     pipeline.add_arguments(parser)
     return pipeline.make_spec(parser.parse_args(argv(out))).identity()

@@ -430,14 +430,10 @@ def run(args, parser) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``jit-synth extract`` on its own (``python -m jit.code.extraction.discover``)."""
-    import argparse
+    """``jit-synth extract`` on its own."""
+    from jit import cli
 
-    parser = argparse.ArgumentParser(prog="jit-synth extract", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    return args.run(args, parser)
+    return cli.run_command("jit-synth extract", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

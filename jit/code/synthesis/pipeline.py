@@ -26,13 +26,6 @@ class UsageError(Exception):
     """Bad command-line input: reported in one line with exit code 2."""
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error in one line (no usage dump) and exits 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def _positive(name):
     def parse(text):
         try:
@@ -313,13 +306,9 @@ def run_command(args, parser=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog="pipeline.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser.parse_args(argv)
-    args.argv = argv
-    return args.run(args, parser)
+    from jit import cli
+
+    return cli.run_command("pipeline.py", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -116,11 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jit-synth stats", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    return args.run(args, parser)
+    from jit import cli
+
+    return cli.run_command("jit-synth stats", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

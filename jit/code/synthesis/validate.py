@@ -195,15 +195,9 @@ def run_command(args, parser=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    from jit import cli
 
-    from jit.code.synthesis.pipeline import OneLineParser
-
-    parser = OneLineParser(prog="jit-synth validate", description=__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    return args.run(args, parser)
+    return cli.run_command("jit-synth validate", sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":
