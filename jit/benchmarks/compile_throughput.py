@@ -42,7 +42,8 @@ def alone(seed: int, count: int, cheap: bool) -> float:
                     flags, opt = dict(options), None
                     if cheap:
                         flags["mode"], opt = CHEAP[device]
-                    wb.compile_source(source, device, os.path.join(tmp, f"k{index}_{device}"), flags,
+                    out = os.path.join(tmp, f"k{index}" + (".o" if device == "cpu" else ".ptx"))
+                    wb.compile_source(source, device, out, flags,
                                       optimization_level=opt)
                 finally:
                     handle.release()

@@ -29,7 +29,7 @@ from jit.code.synthesis.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
-WORKER_KERNELS = 2000  # a worker process is replaced after about this many slots (bounds Warp's slow growth)
+WORKER_KERNELS = 1000  # a worker process is replaced after about this many slots (bounds Warp's slow growth)
 
 
 @dataclass(slots=True)
