@@ -90,8 +90,13 @@ def float_fields(x: np.ndarray) -> list[np.ndarray]:
 @pytest.fixture(scope="module")
 def cpu_module():
     """Two small kernels per runnable category in one module, compiled once (forward only)."""
-    specs = [generate(21, i, categories=[c], complexity="small") for c in RUNNABLE for i in range(PER_CATEGORY)]
-    handle = wb.define([s.source for s in specs], "test_gen_exec")
+    yield from _forward_only_module(21, RUNNABLE, PER_CATEGORY, "test_gen_exec")
+
+
+def _forward_only_module(seed: int, categories, per_category: int, name: str):
+    """Small kernels of ``categories`` defined in one module without backward; yields (specs, namespace)."""
+    specs = [generate(seed, i, categories=[c], complexity="small") for c in categories for i in range(per_category)]
+    handle = wb.define([s.source for s in specs], name)
     handle.module.options["enable_backward"] = False
     yield specs, handle.namespace
     handle.release()
@@ -572,11 +577,7 @@ class Arr:
 
 @pytest.fixture(scope="module")
 def reference_module():
-    specs = [generate(31, i, categories=[c], complexity="small") for c in REFERENCE for i in range(REFERENCE_SAMPLE)]
-    handle = wb.define([s.source for s in specs], "test_gen_reference")
-    handle.module.options["enable_backward"] = False
-    yield specs, handle.namespace
-    handle.release()
+    yield from _forward_only_module(31, REFERENCE, REFERENCE_SAMPLE, "test_gen_reference")
 
 
 def reference_outputs(spec, inputs: list) -> dict | None:
