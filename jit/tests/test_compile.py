@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -140,3 +142,35 @@ def test_validate_bad_input(tmp_path):
     assert validate.main([str(tmp_path / "missing")]) == 2
     assert validate.main([str(tmp_path)]) == 2
     assert os.listdir(tmp_path) == []
+
+
+def test_workers_leave_no_compiler_caches_behind(tmp_path):
+    """Precompiled headers of pool workers (which end with os._exit) are removed by the run."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "ds"
+    env = dict(os.environ, TMPDIR=str(scratch))
+    cmd = [sys.executable, "-m", "jit.code.synthesis.pipeline", "--count", "4", "--shard-size", "2", "--workers", "2",
+           "--validate", "compile", "--categories", "arithmetic", "--output", str(out), "-q"]
+    subprocess.run(cmd, env=env, check=True, timeout=600)
+    assert len(list(writers.read_dataset(str(out)))) == 4
+    left = [n for n in os.listdir(scratch) if "pch" in n]
+    assert left == [], left
+
+
+def test_sweep_removes_folders_of_ended_processes(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    host = wb._host()
+    dead = 4_194_000  # a pid no process has (checked below)
+    while wb._alive(dead):
+        dead += 1
+    stale = tmp_path / f"{wb.PCH_PREFIX}{host}-{dead}-x"
+    mine = tmp_path / f"{wb.PCH_PREFIX}{host}-{os.getpid()}-y"
+    other_host = tmp_path / f"{wb.PCH_PREFIX}elsewhere-{dead}-z"
+    for d in (stale, mine, other_host):
+        d.mkdir()
+        (d / "a.pch").write_bytes(b"x")
+    assert wb.sweep_pch_folders() == 1
+    assert not stale.exists() and mine.exists() and other_host.exists()

@@ -5,8 +5,8 @@ source Warp itself would compile); if that fails, the batch is bisected so that 
 kernels that fail on their own are reported. The compilers run at their cheapest setting that
 still parses, type-checks and lowers every function to machine code or PTX: clang at -O0 with
 Warp's precompiled headers, NVRTC in debug mode at level 1 (level 0 is unsafe from CUDA 13.1
-on). When PTX is wanted for the dataset, NVRTC runs with Warp's release defaults instead, so
-the PTX is what Warp would load.
+on) without them (see ``compile_batch``). When PTX is wanted for the dataset, NVRTC runs with
+Warp's release defaults instead, so the PTX is what Warp would load.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT
         flags["mode"], opt = CHEAP[device]
     if device == "cpu":  # generated code trips clang's style warnings (e.g. tautological compares)
         flags["cpu_compiler_flags"] = (flags.get("cpu_compiler_flags") or "") + " -w"
+    else:  # NVRTC's automatic PCH: ~80 MB per compile in /tmp, never removed by pool workers; saves 0.45 s a batch
+        flags["use_precompiled_headers"] = False
     verdict: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory(prefix="jit-synth-cc-") as tmp:
         ptx = _compile_split(module, list(kernels), device, (options, flags), opt, tmp, verdict, want_ptx,

@@ -43,7 +43,107 @@ def init() -> None:
                 wp.config.quiet = True
             with _native_stderr_silenced():  # the native "no CUDA driver" notice; NVRTC still works
                 wp.init()
+            _own_pch_folders()
             _initialised = True
+
+
+# ---------------------------------------------------------------------------------------------
+# precompiled headers: one folder per process and thread, removed when the process ends
+
+PCH_PREFIX = "jit-synth-pch-"
+_pch: dict[tuple[int, int], str] = {}
+_pch_lock = threading.Lock()
+
+
+def _own_pch_folders() -> None:
+    """Make Warp put its precompiled headers (clang, and NVRTC before CUDA 13) in ``pch_folder()``.
+
+    Warp keeps one temporary folder per thread and removes it at interpreter exit. A forked
+    worker inherits the parent's folder (two processes writing the same .pch files), and a
+    worker that ends with ``os._exit`` (multiprocessing, Ray) never removes its own: about
+    10 MB left in the temp folder per worker. Ours are named by host and pid, removed when the
+    process ends normally, and swept by the next process on the host once their pid is gone.
+    """
+    runtime = _context.runtime
+    if runtime is not None and hasattr(runtime, "_get_or_create_pch_dir"):
+        runtime._get_or_create_pch_dir = pch_folder
+
+
+def pch_folder() -> str:
+    """This process's (and thread's) precompiled-header folder, created on first use."""
+    import atexit
+    import multiprocessing.util
+    import os
+    import tempfile
+
+    key = (os.getpid(), threading.get_ident())
+    with _pch_lock:
+        path = _pch.get(key)
+        if path is None or not os.path.isdir(path):
+            sweep_pch_folders()
+            path = tempfile.mkdtemp(prefix=f"{PCH_PREFIX}{_host()}-{key[0]}-")
+            _pch[key] = path
+            atexit.register(_remove_own, path, key[0])  # normal interpreter exit
+            multiprocessing.util.Finalize(None, _remove_own, args=(path, key[0]), exitpriority=0)  # pool worker exit
+        return path
+
+
+def sweep_pch_folders() -> int:
+    """Remove this host's precompiled-header folders whose process has ended; how many."""
+    import os
+    import tempfile
+
+    prefix = f"{PCH_PREFIX}{_host()}-"
+    removed = 0
+    root = tempfile.gettempdir()
+    for name in os.listdir(root):
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            _rmtree(os.path.join(root, name))
+            removed += 1
+    return removed
+
+
+def _host() -> str:
+    import socket
+
+    return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _remove_own(path: str, pid: int) -> None:
+    import os
+
+    if os.getpid() == pid:  # a forked child inherits its parent's exit handlers
+        _rmtree(path)
+
+
+def _rmtree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def silence_performance_notes() -> None:
+    """Drop Warp's notes about slower code paths it picked for a kernel (e.g. tile_matmul's
+    scalar GEMM). They speak to someone tuning their own kernel; for generated kernels they
+    are noise. Errors and other warnings still print."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"tile_matmul\(\) operand .* cuBLASDx leading dimension")
 
 
 @contextlib.contextmanager
@@ -468,7 +568,8 @@ def compile_source(source: str, device: str, output_path: str, options: dict, *,
                 src_path, options["output_arch"], output_path, config=options["mode"],
                 optimization_level=optimization_level, verify_fp=options["verify_fp"],
                 fast_math=options["fast_math"], fuse_fp=options["fuse_fp"], lineinfo=False,
-                ltoirs=[], fatbins=[], pch_dir=None, use_precompiled_headers=False,
+                ltoirs=[], fatbins=[], use_precompiled_headers=options["use_precompiled_headers"],
+                pch_dir=runtime.get_nvrtc_pch_dir() if options["use_precompiled_headers"] else None,
             )
     finally:
         with contextlib.suppress(OSError):

@@ -225,6 +225,7 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
     per launch block_dim.
     """
     wb.init()
+    wb.silence_performance_notes()
     t0 = time.perf_counter()
     state = _PartState(run, part, progress)
     pending = [Slot(i) for i in range(part.start, part.stop)]
@@ -332,8 +333,9 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
     queue = ctx.Queue()
     results = []
     per_worker = max(1, WORKER_KERNELS // max(p.stop - p.start for p in parts))
-    with ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,),
-                  maxtasksperchild=per_worker) as pool:
+    pool = ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,),
+                    maxtasksperchild=per_worker)
+    try:
         pending = pool.imap_unordered(_work, [(run, p) for p in parts])
         remaining = len(parts)
         while remaining:
@@ -344,6 +346,13 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
                 pass
             _drain(queue, on_progress)
         _drain(queue, on_progress)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        wb.sweep_pch_folders()  # what workers that did not exit normally left behind
     return sorted(results, key=lambda r: r["part"])
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+from jit.code.extraction import warp_backend as wb
 from jit.code.synthesis import batch_generator as bg
 
 MAX_RETRIES = 3
@@ -137,6 +138,7 @@ def run_parts(spec: bg.RunSpec, parts: list[bg.Part], address: str | None, on_pr
     finally:
         if connected:
             ray.shutdown()
+            wb.sweep_pch_folders()  # local workers end without cleaning up; remote nodes sweep on their next run
         elif tally is not None:
             ray.kill(tally)  # the driver stays connected (a notebook, a test): free the actor's process
 

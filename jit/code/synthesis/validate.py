@@ -85,8 +85,10 @@ def add_arguments(p) -> None:
 
 def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tuple[Counter, dict[str, list[str]], int]:
     """(problems by reason, reason -> bad ids or shard:line, records read)."""
+    from jit.code.extraction import warp_backend as wb
     from jit.code.synthesis import writers
 
+    wb.silence_performance_notes()
     problems: Counter = Counter()
     bad: dict[str, list[str]] = defaultdict(list)
     seen: set[str] = set()
