@@ -53,6 +53,91 @@ def test_bisection_drops_only_the_broken_kernel(batch, device):
     assert verdict["broken_k"].startswith(f"compile {device}")
 
 
+QUERIES = """
+import warp as wp
+
+@wp.kernel
+def both_stacks(mesh: wp.uint64, bvh: wp.uint64, out: wp.array(dtype=int)):
+    i = wp.tid()
+    p = wp.vec3f(float(i), 0.0, 0.0)
+    q = wp.mesh_query_aabb(mesh, p - wp.vec3f(1.0), p + wp.vec3f(1.0))
+    j = int(0)
+    n = int(0)
+    while wp.mesh_query_aabb_next(q, j):
+        n += 1
+    r = wp.bvh_query_ray(bvh, p, wp.vec3f(1.0, 0.0, 0.0))
+    while wp.bvh_query_next(r, j):
+        n += 1
+    out[i] = n
+
+@wp.kernel
+def one_stack(bvh: wp.uint64, out: wp.array(dtype=int)):
+    i = wp.tid()
+    p = wp.vec3f(float(i), 0.0, 0.0)
+    q = wp.bvh_query_aabb(bvh, p - wp.vec3f(1.0), p + wp.vec3f(1.0))
+    j = int(0)
+    n = int(0)
+    while wp.bvh_query_next(q, j):
+        n += 1
+    r = wp.bvh_query_ray(bvh, p, wp.vec3f(1.0, 0.0, 0.0))
+    while wp.bvh_query_next(r, j):
+        n += 1
+    out[i] = n
+"""
+
+
+def test_static_shared_memory_over_the_limit_is_refused_as_ptxas_does(tmp_path):
+    """A mesh and a BVH overlap query each reserve a 32 KB shared stack (at block_dim 256):
+    together they compile to PTX but ptxas refuses them, so validation must refuse them too."""
+    handle = wb.define([QUERIES], "test_compile_shared")
+    try:
+        kernels = [handle.namespace["both_stacks"], handle.namespace["one_stack"]]
+        verdict, _ = compile_batch(handle.module, kernels, "cuda")
+        assert verdict["one_stack"] is None
+        assert "static shared memory" in verdict["both_stacks"]
+        used = int(verdict["both_stacks"].split("cuda: ", 1)[1].split(" ", 1)[0])
+        assert used > 48 * 1024
+        # the truth: ptxas (NVRTC to CUBIN) refuses one kernel and accepts the other, alone
+        for kernel, loads in ((kernels[0], False), (kernels[1], True)):
+            options = wb.resolve_options(handle.module, "cuda", None)
+            source = wb.Build(handle.module, [kernel], options, "cuda").module_source("cuda")
+            flags = dict(options, use_precompiled_headers=False)
+            out = str(tmp_path / f"{kernel.key}.cubin")
+            if loads:
+                wb.compile_source(source, "cuda", out, flags)
+                assert os.path.getsize(out) > 0
+            else:
+                with pytest.raises(Exception):
+                    wb.compile_source(source, "cuda", out, flags)
+    finally:
+        handle.release()
+
+
+def test_static_shared_bytes_follows_calls():
+    ptx = """
+.shared .align 4 .b8 big[40000];
+.shared .align 8 .u64 word;
+.extern .shared .align 16 .b8 dyn[];
+.func (.param .b32 r) helper(.param .b32 a);
+.func (.param .b32 r) helper(.param .b32 a)
+{
+    mov.u64 %rd1, big; // a comment with a } brace
+}
+.visible .entry uses_helper(.param .u64 p)
+{
+    { call.uni (retval0), helper, (param0); }
+    st.shared.u64 [word], %rd2;
+}
+.visible .entry plain(.param .u64 p)
+{
+    st.shared.u64 [word], %rd2;
+}
+"""
+    from jit.code.extraction.compile import static_shared_bytes
+
+    assert static_shared_bytes(ptx) == {"uses_helper": 40008, "plain": 8}
+
+
 def test_ptx_names_each_kernel(batch):
     handle, kernels = batch
     verdict, ptx = compile_batch(handle.module, kernels[:3], "cuda", want_ptx=True)

@@ -115,3 +115,14 @@ def test_sources_share_one_module():
     finally:
         handle.release()
     assert len(irs) == 30
+
+
+def test_geometry_kernels_keep_to_one_shared_query_stack():
+    """Mesh and BVH overlap queries each take 32 KB of CUDA shared memory: never both in a kernel."""
+    both = 0
+    for i in range(300):
+        src = generate(5, i, categories=["geometry"]).source
+        mesh = "wp.mesh_query_aabb(" in src or "wp.mesh_query_sphere(" in src
+        bvh = "wp.bvh_query_" in src
+        both += mesh and bvh
+    assert both == 0

@@ -75,11 +75,19 @@ def mesh_ray(kb: KernelBuilder, depth: int) -> list:
     return [Line("\n".join(lines))]
 
 
+OVERLAP_KINDS = ("mesh_aabb", "bvh_aabb", "bvh_ray", "mesh_sphere", "bvh_sphere")
+
+
 def overlap_loop(kb: KernelBuilder, depth: int) -> list:
     """An AABB / sphere / ray overlap query iterated to exhaustion, counting and summing."""
     rng = kb.rng
-    kind = rng.choice(("mesh_aabb", "bvh_aabb", "bvh_ray", "mesh_sphere", "bvh_sphere"))
+    # On CUDA, mesh and BVH overlap queries each reserve a 32 KB shared-memory stack per block
+    # (32 ints x 256 threads); both in one kernel exceed the 48 KB of static shared memory a
+    # kernel may use, and the kernel would not load. So a kernel keeps to one of the two.
+    kinds = [k for k in OVERLAP_KINDS if kb.meta.get("stack_owner") in (None, k.split("_")[0])]
+    kind = rng.choice(kinds)
     owner = "mesh" if kind.startswith("mesh") else "bvh"
+    kb.meta["stack_owner"] = owner
     h = handle(kb, owner)
     q, idx, count = kb.fresh("ov"), kb.fresh("idx"), kb.fresh("n")
     c = point(kb)
