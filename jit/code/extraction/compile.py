@@ -64,8 +64,7 @@ def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx
     over = static_shared_over_limit(ptx) if ptx else {}
     for k in kernels:
         used = max(over.get(f"{wb.mangled_name(k)}_cuda_kernel_{part}", 0) for part in ("forward", "backward"))
-        verdict[k.key] = (f"cuda: {used} bytes of static shared memory, over the {SHARED_LIMIT} a kernel may use"
-                          if used else None)
+        verdict[k.key] = SHARED_REASON if used else None
     return ptx if want_ptx and top else None
 
 
@@ -137,6 +136,7 @@ def kernel_ptx(ptx: str, mangled_name: str) -> str | None:
 # static shared memory: what ptxas checks and PTX alone does not
 
 SHARED_LIMIT = 48 * 1024  # bytes of static shared memory per block, on every architecture
+SHARED_REASON = "cuda: over 48 KB of static shared memory (ptxas refuses it)"
 _SHARED_DECL = re.compile(r"\.shared\s+(?:\.align\s+(\d+)\s+)?\.[a-z]+(\d+)\s+([\w$]+)(?:\[(\d+)\])?\s*;")
 # literal-first patterns, so the regex engine can skip ahead (these scan ~20 MB of debug PTX)
 _ENTRY_HEAD = re.compile(r"\.entry\s+([\w$]+)")
