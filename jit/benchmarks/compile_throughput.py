@@ -23,6 +23,7 @@ which is all that batching can save; the rest of the alone cost is per-kernel co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import multiprocessing as mp
 import os
@@ -40,6 +41,18 @@ def tiny_{n}(a: wp.array(dtype=float), b: wp.array(dtype=float)):
     i = wp.tid()
     b[i] = a[i] * 2.0 + 1.0
 """
+
+
+@contextlib.contextmanager
+def scratch():
+    """A folder for compiler output; on exit also NVRTC's own cache, which a pool worker never removes."""
+    tmp = tempfile.mkdtemp(prefix="alone_")
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for d in glob.glob(os.path.join(tempfile.gettempdir(), f"__nvrtc_auto_pch_{os.getpid()}_*")):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def compile_alone(source: str, name: str, block_dim, cheap: bool, tmp: str) -> None:
@@ -70,17 +83,12 @@ def alone_worker(job) -> float:
 
     wb.init()
     specs = [generate(seed, i, complexity=complexity) for i in indices]
-    tmp = tempfile.mkdtemp(prefix="alone_")
-    try:
+    with scratch() as tmp:
         compile_alone(TINY.format(n=0), "tiny_0", None, cheap, tmp)
         t0 = time.perf_counter()
         for spec in specs:
             compile_alone(spec.source, spec.name, spec.metadata.get("launch", {}).get("block_dim"), cheap, tmp)
         return time.perf_counter() - t0
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for d in glob.glob(os.path.join(tempfile.gettempdir(), f"__nvrtc_auto_pch_{os.getpid()}_*")):
-            shutil.rmtree(d, ignore_errors=True)  # NVRTC's own cache; a pool worker never removes it
 
 
 def module_overhead() -> float:
@@ -88,8 +96,7 @@ def module_overhead() -> float:
     from jit.code.extraction import warp_backend as wb
 
     wb.init()
-    tmp = tempfile.mkdtemp(prefix="alone_")
-    try:
+    with scratch() as tmp:
         compile_alone(TINY.format(n=1), "tiny_1", None, False, tmp)
         times = []
         for n in range(2, 5):
@@ -97,10 +104,6 @@ def module_overhead() -> float:
             compile_alone(TINY.format(n=n), f"tiny_{n}", None, False, tmp)
             times.append(time.perf_counter() - t0)
         return min(times)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for d in glob.glob(os.path.join(tempfile.gettempdir(), f"__nvrtc_auto_pch_{os.getpid()}_*")):
-            shutil.rmtree(d, ignore_errors=True)
 
 
 def alone(seed: int, count: int, workers: int, complexity: str, cheap: bool) -> float:

@@ -401,6 +401,16 @@ class Interpreter:
             except _Return:
                 pass
 
+    def iteration(self, body, env) -> bool:
+        """Run one loop iteration; False when it ends the loop (``break``)."""
+        try:
+            self.block(body, env)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        return True
+
     def block(self, stmts, env):
         for s in stmts:
             self.stmt(s, env)
@@ -418,19 +428,11 @@ class Interpreter:
             bounds = [int(self.expr(a, env)) for a in s.iter.args]
             for k in range(*bounds):
                 env[s.target.id] = np.int32(k)
-                try:
-                    self.block(s.body, env)
-                except _Continue:
-                    continue
-                except _Break:
+                if not self.iteration(s.body, env):
                     break
         elif isinstance(s, ast.While):
             while self.expr(s.test, env):
-                try:
-                    self.block(s.body, env)
-                except _Continue:
-                    continue
-                except _Break:
+                if not self.iteration(s.body, env):
                     break
         elif isinstance(s, ast.Return):
             raise _Return(self.expr(s.value, env) if s.value is not None else None)

@@ -12,8 +12,14 @@ than Warp's own ahead-of-time compiler output, and any formatting of the generat
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import linecache
+import multiprocessing.util
+import os
+import shutil
+import socket
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,11 +77,6 @@ def _own_pch_folders() -> None:
 
 def pch_folder() -> str:
     """This process's (and thread's) precompiled-header folder, created on first use."""
-    import atexit
-    import multiprocessing.util
-    import os
-    import tempfile
-
     key = (os.getpid(), threading.get_ident())
     with _pch_lock:
         path = _pch.get(key)
@@ -90,9 +91,6 @@ def pch_folder() -> str:
 
 def sweep_pch_folders() -> int:
     """Remove this host's precompiled-header folders whose process has ended; how many."""
-    import os
-    import tempfile
-
     prefix = f"{PCH_PREFIX}{_host()}-"
     removed = 0
     root = tempfile.gettempdir()
@@ -101,20 +99,16 @@ def sweep_pch_folders() -> int:
             continue
         pid = name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
-            _rmtree(os.path.join(root, name))
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
             removed += 1
     return removed
 
 
 def _host() -> str:
-    import socket
-
     return "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
 
 
 def _alive(pid: int) -> bool:
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -125,16 +119,8 @@ def _alive(pid: int) -> bool:
 
 
 def _remove_own(path: str, pid: int) -> None:
-    import os
-
     if os.getpid() == pid:  # a forked child inherits its parent's exit handlers
-        _rmtree(path)
-
-
-def _rmtree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def silence_performance_notes() -> None:
@@ -148,7 +134,6 @@ def silence_performance_notes() -> None:
 
 @contextlib.contextmanager
 def _native_stderr_silenced() -> Iterator[None]:
-    import os
     import sys
 
     try:
@@ -540,7 +525,6 @@ def compile_source(source: str, device: str, output_path: str, options: dict, *,
     ``options`` are resolved module options (see ``resolve_options``). Raises on failure.
     """
     init()
-    import os
 
     from warp._src import build as _build
 

@@ -86,7 +86,7 @@ def overlap_loop(kb: KernelBuilder, depth: int) -> list:
     # kernel may use, and the kernel would not load. So a kernel keeps to one of the two.
     kinds = [k for k in OVERLAP_KINDS if kb.meta.get("stack_owner") in (None, k.split("_")[0])]
     kind = rng.choice(kinds)
-    owner = "mesh" if kind.startswith("mesh") else "bvh"
+    owner = kind.split("_")[0]
     kb.meta["stack_owner"] = owner
     h = handle(kb, owner)
     q, idx, count = kb.fresh("ov"), kb.fresh("idx"), kb.fresh("n")
