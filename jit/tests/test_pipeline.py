@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from jit.code.synthesis import pipeline, writers
+from jit.code.synthesis import pipeline, stats, writers
 from jit.code.synthesis.records import FIELDS, content_id
 
 
@@ -85,6 +85,7 @@ def test_parquet_matches_jsonl(tmp_path):
     assert [os.path.basename(p) for p in writers.data_files(str(pq))][0].endswith(".parquet")
     assert records(js) == records(pq)
     assert 'path: "data/train-*.parquet"' in (pq / "README.md").read_text()
+    assert stats.summarise(stats.read_records(pq)) == stats.summarise(stats.read_records(js))
 
 
 def _cmd(out, count=60, *extra):

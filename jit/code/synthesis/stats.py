@@ -23,17 +23,17 @@ class StatsError(Exception):
 
 
 def read_records(folder: Path):
-    files = sorted((folder / "data").glob("*.jsonl")) if folder.is_dir() else []
+    """The records of a dataset folder's shards (JSONL or Parquet), in shard order."""
+    from jit.code.synthesis import writers
+
+    files = writers.data_files(str(folder)) if folder.is_dir() else []
     if not files:
-        raise StatsError(f"no records: {folder}/data/*.jsonl not found")
+        raise StatsError(f"no records: no shards {folder}/data/train-*.jsonl or train-*.parquet")
     for path in files:
-        with path.open(encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise StatsError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        for number, record, error in writers.read_records(path):
+            if error:
+                raise StatsError(f"{path}:{number}: {error}")
+            yield record
 
 
 def summarise(records) -> dict:
