@@ -97,12 +97,15 @@ class Slot:
 @dataclass(slots=True)
 class PartStats:
     part: int
+    start: int
+    stop: int
     records: int = 0
     rejects: Counter = field(default_factory=Counter)
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
-        return {"part": self.part, "records": self.records, "rejects": dict(self.rejects), "seconds": self.seconds}
+        return {"part": self.part, "start": self.start, "stop": self.stop, "records": self.records,
+                "rejects": dict(self.rejects), "seconds": self.seconds}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +246,7 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
     stats = state.stats
     stats.records = len(state.done)
     stats.seconds = time.perf_counter() - t0
-    state.done.finish(stats.to_dict() | {"start": part.start, "stop": part.stop})
+    state.done.finish(stats.to_dict())
     return stats
 
 
@@ -252,7 +255,7 @@ class _PartState:
 
     def __init__(self, run: RunSpec, part: Part, progress):
         self.run, self.part, self.progress = run, part, progress
-        self.stats = PartStats(part.number)
+        self.stats = PartStats(part.number, part.start, part.stop)
         self.done = writers.PartWriter(run.out, part.number)
         self.seen: set[str] = set()
         self.batches = 0
@@ -316,16 +319,16 @@ def _init_worker(queue) -> None:
 
 def _work(args) -> dict:
     run, part = args
-    return run_part(run, part, _progress_queue).to_dict() | {"start": part.start, "stop": part.stop}
+    return run_part(run, part, _progress_queue).to_dict()
 
 
 def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> list[dict]:
     """Run parts on ``workers`` processes (1: in this process); ``on_progress(pairs, rejects)``."""
     if not parts:
         return []
-    if workers <= 1 or len(parts) == 1 and workers <= 1:
+    if workers <= 1:
         q = _LocalQueue(on_progress)
-        return [run_part(run, p, q).to_dict() | {"start": p.start, "stop": p.stop} for p in parts]
+        return [run_part(run, p, q).to_dict() for p in parts]
     fork = "fork" in mp.get_all_start_methods()
     if fork:  # build the generator's tables (builtin signatures) once, for every forked worker to share
         _generate(run, Slot(parts[0].start))

@@ -105,8 +105,7 @@ class _Sink:
 
 
 def _task(spec: bg.RunSpec, part: bg.Part, tally) -> dict:
-    stats = bg.run_part(spec, part, _Sink(tally, part.number) if tally is not None else None)
-    return stats.to_dict() | {"start": part.start, "stop": part.stop}
+    return bg.run_part(spec, part, _Sink(tally, part.number)).to_dict()
 
 
 def _start_tally():

@@ -26,10 +26,6 @@ from jit.code.synthesis.records import FIELDS
 WORK = ".jit-synth"
 
 
-class OutputError(Exception):
-    """An output folder that cannot be used as asked."""
-
-
 def write_atomic(path: str, text: str) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -102,14 +98,6 @@ class PartWriter:
         self.scratch.close()
         os.remove(self.scratch_path)
         write_json(done_path(self.out, self.part), stats)
-
-
-def write_part(out: str, part: int, records: Iterable[dict], stats: dict) -> None:
-    """Write a finished part from records already in slot order, then its completion marker."""
-    writer = PartWriter(out, part)
-    for i, record in enumerate(records):
-        writer.add(i, record)
-    writer.finish(stats)
 
 
 def remove_scratch(out: str) -> None:
