@@ -47,11 +47,11 @@ def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT
     verdict: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory(prefix="jit-synth-cc-") as tmp:
         ptx = _compile_split(module, list(kernels), device, (options, flags), opt, tmp, verdict, want_ptx,
-                             top=True, build=build)
+                             build=build)
     return verdict, ptx
 
 
-def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx, top=False, build=None):
+def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx, build=None):
     error, ptx = _try_compile(module, kernels, device, options, opt, tmp, build=build)
     if error:  # the batch failed: bisect
         if len(kernels) == 1:
@@ -65,7 +65,7 @@ def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx
     for k in kernels:
         used = max(over.get(f"{wb.mangled_name(k)}_cuda_kernel_{part}", 0) for part in ("forward", "backward"))
         verdict[k.key] = SHARED_REASON if used else None
-    return ptx if want_ptx and top else None
+    return ptx if want_ptx else None
 
 
 def _try_compile(module, kernels, device, options, opt, tmp, build=None) -> tuple[str | None, str | None]:

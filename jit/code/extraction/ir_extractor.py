@@ -75,7 +75,6 @@ def extract_ir(kernel, device: str = "cpu", backward: bool = True, block_dim: in
     Raises ``ExtractionError`` for a kernel Warp cannot build, or a generic kernel
     without overloads.
     """
-    _check_device(device)
     irs = extract_many([kernel], (device,), backward=backward, block_dim=block_dim)
     out = [ir[device] for ir in irs]
     if kernel.is_generic:

@@ -30,7 +30,6 @@ from warp._src import codegen as _codegen
 from warp._src import context as _context
 from warp._src import types as _types
 
-SUPPORTED_WARP = ">=1.19,<1.20"
 DEFAULT_CUDA_ARCH = 90
 
 _init_lock = threading.Lock()
@@ -201,10 +200,6 @@ def is_kernel(obj: Any) -> bool:
     return isinstance(obj, _context.Kernel)
 
 
-def is_function(obj: Any) -> bool:
-    return isinstance(obj, _context.Function)
-
-
 def kernel_overloads(kernel) -> list:
     """The concrete kernels Warp compiles for ``kernel``: itself, or each registered overload."""
     if kernel.is_generic:
@@ -340,14 +335,12 @@ def uses_tiles(kernel) -> bool:
     Tile types of local variables are inferred by a build: before the kernel has been built
     this only sees tile-typed arguments.
     """
-    adj = kernel.adj
-    for var in (*adj.args, *getattr(adj, "variables", ())):
-        t = _codegen.strip_reference(var.type)
-        if _types.is_tile(t) or (hasattr(_types, "is_tile_stack") and _types.is_tile_stack(t)):
-            return True
-    for func in called_functions(kernel):
-        if uses_tiles(func):
-            return True
+    for obj in (kernel, *called_functions(kernel)):
+        adj = obj.adj
+        for var in (*adj.args, *getattr(adj, "variables", ())):
+            t = _codegen.strip_reference(var.type)
+            if _types.is_tile(t) or (hasattr(_types, "is_tile_stack") and _types.is_tile_stack(t)):
+                return True
     return False
 
 
@@ -381,9 +374,6 @@ class Build:
             return self.builder.codegen(device)
         finally:
             self.builder.options = saved
-
-    def function_order(self) -> list:
-        return list(self.builder.functions)
 
     def struct_code(self, kernel, device: str) -> list[tuple[str, str]]:
         """(struct name, generated C++) for user structs the kernel's arguments and variables use."""
@@ -493,10 +483,6 @@ def function_code(build: Build, func, device: str, options: dict) -> tuple[str, 
     return forward, adjoint
 
 
-def function_key(func) -> str:
-    return func.key
-
-
 def function_native_name(func) -> str:
     return func.native_func
 
@@ -573,16 +559,6 @@ def builtin_group(name: str) -> str:
     return _context.builtin_functions[name].group
 
 
-def builtin_parameters(name: str) -> list[list[tuple[str, Any, bool]]]:
-    """Per overload: (parameter name, type template, has a default) in signature order."""
-    out = []
-    for f in _overloads(_context.builtin_functions[name]):
-        if f.variadic:
-            continue
-        out.append([(p, t, p in f.defaults) for p, t in f.input_types.items()])
-    return out
-
-
 def _overloads(func) -> list:
     return list(getattr(func, "overloads", None) or [func])
 
@@ -595,32 +571,6 @@ def type_matches(concrete, template) -> bool:
         return bool(_types.type_matches_template(concrete, template))
     except Exception:
         return False
-
-
-def resolve_builtin(name: str, arg_types: list) -> Any:
-    """The type a call of builtin ``name`` with positional ``arg_types`` returns, as Warp resolves it.
-
-    None when no overload matches or the return type depends on argument values.
-    """
-    for f in _overloads(_context.builtin_functions[name]):
-        if f.variadic or len(f.input_types) < len(arg_types):
-            continue
-        if not _codegen.func_match_args(f, list(arg_types), {}):
-            continue
-        try:
-            bound = f.signature.bind(*arg_types)
-        except TypeError:
-            continue
-        types = dict(bound.arguments)
-        for key in f.input_types:
-            if key not in types:
-                default = f.defaults.get(key)
-                types[key] = None if default is None else _codegen.get_arg_type(default)
-        try:
-            return f.value_func(types, {k: None for k in types})
-        except Exception:
-            return None
-    return None
 
 
 def builtin_signatures(name: str, candidates: list) -> list[tuple[tuple, Any]]:
