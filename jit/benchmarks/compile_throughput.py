@@ -106,11 +106,14 @@ def module_overhead() -> float:
         return min(times)
 
 
+def pool_context():
+    return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+
+
 def alone(seed: int, count: int, workers: int, complexity: str, cheap: bool) -> float:
     """Wall seconds for ``count`` kernels compiled alone, over ``workers`` processes."""
     shares = [list(range(w, count, workers)) for w in range(workers)]
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with ctx.Pool(workers, maxtasksperchild=1) as pool:  # the shares run side by side: the slowest is the wall time
+    with pool_context().Pool(workers, maxtasksperchild=1) as pool:  # the shares run side by side: the slowest is the wall time
         return max(pool.map(alone_worker, [(seed, s, complexity, cheap) for s in shares if s], chunksize=1))
 
 
@@ -143,8 +146,7 @@ def main(argv=None) -> int:
         rate = args.alone_count / seconds
         print(f"each kernel alone, {label}: {args.alone_count} pairs in {seconds:.1f} s = {rate:.3f} pairs/s"
               f" -> batched is {rate_b / rate:.1f}x faster per pair", flush=True)
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with ctx.Pool(1) as pool:
+    with pool_context().Pool(1) as pool:
         overhead = pool.apply(module_overhead)
     print(f"module overhead (one-line kernel alone, warm, Warp defaults, cpu+cuda): {overhead:.2f} s per kernel; "
           f"batched costs {args.workers / rate_b:.2f} core-seconds per pair")

@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from jit.code.synthesis import writers
+
 
 def run(executor: str, out: str, args) -> float:
     cmd = [sys.executable, "-m", "jit.code.synthesis.pipeline", "--count", str(args.count), "--validate", "none",
@@ -42,7 +44,7 @@ def steady_state(out: str) -> tuple[float, float]:
     """(pairs/s over the part window, pairs/s per busy core) from the part markers."""
     records = busy = 0.0
     starts, ends = [], []
-    for path in glob.glob(os.path.join(out, ".jit-synth", "parts", "part-*.done.json")):
+    for path in glob.glob(os.path.join(writers.parts_dir(out), "part-*.done.json")):
         with open(path, encoding="utf-8") as f:
             marker = json.load(f)
         end = os.stat(path).st_mtime
@@ -54,7 +56,7 @@ def steady_state(out: str) -> tuple[float, float]:
 
 
 def shard_bytes(out: str) -> list[bytes]:
-    return [open(p, "rb").read() for p in sorted(glob.glob(os.path.join(out, "data", "train-*")))]
+    return [open(p, "rb").read() for p in writers.data_files(out)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     same = shard_bytes(os.path.join(base, "local")) == shard_bytes(os.path.join(base, "ray"))
     print(f"ray/local  whole-command time {rw / lw:.3f}x (target <= 1.30)   steady pairs/s {rs / ls:.3f}x "
           f"(target >= 0.85)   per core {rc / lc:.3f}x   identical shards: {same}")
-    size = sum(os.path.getsize(f) for f in glob.glob(os.path.join(base, "local", "data", "train-*")))
+    size = sum(os.path.getsize(f) for f in writers.data_files(os.path.join(base, "local")))
     print(f"dataset: {size / args.count / 1024:.1f} KiB per record ({args.device}, codegen only); kept in {base}")
     return 0 if same else 1
 
