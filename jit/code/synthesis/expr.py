@@ -58,7 +58,6 @@ class Expr:
     op: str = "raw"  # lit | var | call | bin | un | cmp | bool | ctor | cast | index | attr | arr | helper | raw
     name: str = ""  # builtin, operator, variable, field or helper name
     args: tuple = ()
-    value: Any = None  # literal value
 
     def __str__(self) -> str:
         return self.text
@@ -128,10 +127,6 @@ def _acceptable(name: str, args: tuple[WType, ...], ret: WType) -> bool:
     return True
 
 
-def builtin_names_by_type() -> dict[WType, list[str]]:
-    return {t: sorted({s.name for s in sigs}) for t, sigs in signatures().items()}
-
-
 # ---------------------------------------------------------------------------------------------
 # node constructors
 
@@ -140,8 +135,7 @@ def lit(rng: random.Random, t: WType, lo: float = -2.0, hi: float = 2.0) -> Expr
     """A literal of any value type; vectors and matrices as constructor calls of literals."""
     if t.is_scalar:
         text = T.scalar_literal(rng, t, lo, hi)
-        value = _literal_value(text)
-        return Expr(text, t, max(1.0, abs(float(value))), "lit", value=value)
+        return Expr(text, t, max(1.0, abs(float(_literal_value(text)))), "lit")
     if t.kind == "quat":
         angle = lit(rng, T.FLOAT32, -3.0, 3.0)
         axis = call("normalize", [ctor(T.VEC3F, [lit(rng, T.FLOAT32, 0.1, 1.0) for _ in range(3)])], T.VEC3F)
@@ -150,8 +144,7 @@ def lit(rng: random.Random, t: WType, lo: float = -2.0, hi: float = 2.0) -> Expr
         return ctor(t, [lit(rng, T.VEC3F), lit(rng, T.QUATF)])
     comp = T.component_type(t)
     if t.kind in ("mat", "smat") and rng.random() < 0.2:
-        text = f"wp.identity(n={t.shape[0]}, dtype=wp.{t.scalar})"
-        return Expr(text, t, 1.0, "call", "identity", (), t.shape[0])
+        return identity(t)
     if rng.random() < 0.25:
         return ctor(t, [lit(rng, comp, lo, hi)])
     return ctor(t, [lit(rng, comp, lo, hi) for _ in range(t.size)])
@@ -163,6 +156,16 @@ def _literal_value(text: str):
     if text.startswith("wp."):
         text = text[text.index("(") + 1:-1]
     return float(text) if "." in text else int(text)
+
+
+def identity(t: WType) -> Expr:
+    """The identity matrix of (square matrix) type ``t``."""
+    return Expr(f"wp.identity(n={t.shape[0]}, dtype=wp.{t.scalar})", t, 1.0, "call", "identity")
+
+
+def zero(t: WType) -> Expr:
+    """The zero value of ``t`` (a default-constructed vector, matrix or struct)."""
+    return Expr(f"{t.py}()", t, 0.0, "ctor", t.name)
 
 
 def var(name: str, t: WType, bound: float) -> Expr:
@@ -206,7 +209,7 @@ def boolop(op: str, args: list[Expr]) -> Expr:
 
 def index(a: Expr, idx: tuple[int, ...], ret: WType) -> Expr:
     text = f"{a.text}[{', '.join(map(str, idx))}]"
-    return Expr(text, ret, a.bound, "index", "", (a,), idx)
+    return Expr(text, ret, a.bound, "index", "", (a,))
 
 
 def attr(a: Expr, name: str, ret: WType, bound: float) -> Expr:
@@ -270,7 +273,7 @@ def limit_of(t: WType) -> float:
 def one(t: WType) -> Expr:
     """The literal 1 of scalar type ``t``."""
     text = {"int32": "1", "uint32": "wp.uint32(1)", "float32": "1.0", "float64": "wp.float64(1.0)"}[t.scalar]
-    return Expr(text, T.SCALARS[t.scalar], 1.0, "lit", value=1 if "int" in t.scalar else 1.0)
+    return Expr(text, T.SCALARS[t.scalar], 1.0, "lit")
 
 
 def const(t: WType, value: float) -> Expr:
@@ -282,7 +285,7 @@ def const(t: WType, value: float) -> Expr:
     else:
         v = float(value)
         text = repr(v) if s.scalar == "float32" else f"wp.float64({v!r})"
-    return Expr(text, s, max(1.0, abs(v)), "lit", value=v)
+    return Expr(text, s, max(1.0, abs(v)), "lit")
 
 
 def squash(rng: random.Random, e: Expr, cap: float = 1.0) -> Expr:
@@ -362,8 +365,7 @@ def guard_args(rng: random.Random, sig: Sig, args: list[Expr]) -> list[Expr]:
         a[1] = binop("add", call("cw_mul", [b, b], t1), ctor(t1, [one(T.component_type(t1))]), t1)
     elif name == "inverse":  # m m^T + I is symmetric positive definite with eigenvalues >= 1
         m = fit(rng, a[0], 100.0)
-        ident = Expr(f"wp.identity(n={t0.shape[0]}, dtype=wp.{t0.scalar})", t0, 1.0, "call", "identity", (), t0.shape[0])
-        a[0] = binop("add", binop("mul", m, call("transpose", [m], t0), t0), ident, t0)
+        a[0] = binop("add", binop("mul", m, call("transpose", [m], t0), t0), identity(t0), t0)
     elif name == "uint32" and t0.kind in ("int", "float"):  # float -> unsigned of a negative value is undefined
         a[0] = call("abs", [a[0]], t0)
     elif name in ("quat_from_euler", "quat_to_euler"):  # axis indices: a permutation-like constant triple
@@ -404,20 +406,12 @@ class Context:
     builder: Any = None  # the KernelBuilder readers create parameters on
     var_p: float = 0.55  # how often a leaf is a variable in scope (outputs raise it)
     prefer: frozenset[str] | None = None  # builtin names to favour
-    allow: frozenset[str] | None = None  # builtin names allowed (None: all)
-    used: set[str] = field(default_factory=set)  # names referenced (for unused-parameter pruning)
 
     def variables(self, t: WType | None = None) -> list[Expr]:
         out = {}
         for frame in self.scope:
             out.update(frame)
         return [v for v in out.values() if t is None or v.type == t]
-
-    def lookup(self, name: str) -> Expr | None:
-        for frame in reversed(self.scope):
-            if name in frame:
-                return frame[name]
-        return None
 
 
 def gen(ctx: Context, t: WType, depth: int = 0) -> Expr:
@@ -431,9 +425,7 @@ def gen(ctx: Context, t: WType, depth: int = 0) -> Expr:
     if roll < 0.08 and ctx.helpers:
         helpers = [h for h in ctx.helpers if h[2] == t]
         if helpers:
-            name, arg_types, ret, bound = rng.choice(helpers)
-            args = [fit(rng, gen(ctx, a, depth + 1), 4.0) for a in arg_types]
-            return Expr(f"{name}({', '.join(a.text for a in args)})", ret, bound, "helper", name, tuple(args))
+            return helper_call(ctx, rng.choice(helpers), depth + 1)
     if roll < 0.14:
         return where(_bool(ctx, depth + 1), gen(ctx, t, depth + 1), gen(ctx, t, depth + 1))
     if roll < 0.24 and t.is_scalar:
@@ -449,10 +441,15 @@ def gen(ctx: Context, t: WType, depth: int = 0) -> Expr:
     return fit(rng, apply(rng, sig, args))
 
 
+def helper_call(ctx: Context, helper: tuple, depth: int = 0) -> Expr:
+    """A call of ``helper`` (an entry of ``ctx.helpers``) on generated arguments bounded by 4."""
+    name, arg_types, ret, bound = helper
+    args = [fit(ctx.rng, gen(ctx, a, depth), 4.0) for a in arg_types]
+    return Expr(f"{name}({', '.join(a.text for a in args)})", ret, bound, "helper", name, tuple(args))
+
+
 def pick_signature(ctx: Context, t: WType) -> Sig | None:
     sigs = signatures().get(t, ())
-    if ctx.allow is not None:
-        sigs = tuple(s for s in sigs if s.name in ctx.allow or s.name in OPERATORS or s.name in UNARY)
     if not sigs:
         return None
     names = sorted({s.name for s in sigs})
@@ -509,13 +506,11 @@ def leaf(ctx: Context, t: WType) -> Expr:
     roll = rng.random()
     if t.kind == "struct":  # only existing struct values (all fields written); else a zeroed one
         vs = ctx.variables(t)
-        return rng.choice(vs) if vs else Expr(f"{t.py}()", t, 0.0, "ctor", t.name)
+        return rng.choice(vs) if vs else zero(t)
     if roll < ctx.var_p:
         vs = ctx.variables(t)
         if vs:
-            v = rng.choice(vs)
-            ctx.used.add(v.name)
-            return v
+            return rng.choice(vs)
     if roll < max(0.85, ctx.var_p + 0.1) and ctx.readers:
         for reader in rng.sample(ctx.readers, len(ctx.readers)):
             e = reader(ctx, t)

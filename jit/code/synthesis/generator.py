@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.synthesis import types as T
 from jit.code.synthesis.categories import CATEGORIES, Category
 from jit.code.synthesis.stmt import KernelBuilder, Param
 
@@ -30,6 +29,7 @@ __all__ = ["CATEGORIES", "Category", "KernelSpec", "generate", "called_builtins"
 GENERATOR_VERSION = 2  # bumped whenever the same (seed, index) may give a different kernel
 CONSTRUCTORS = {"vec": "vector", "mat": "matrix", "quat": "quaternion", "transform": "transformation",
                 "spatial_vector": "vector", "spatial_matrix": "matrix"}
+_CONSTRUCTOR_PREFIXES = sorted(CONSTRUCTORS, key=len, reverse=True)  # longest prefix first
 
 
 @dataclass(slots=True)
@@ -89,6 +89,7 @@ def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: in
         launch["block_dim"] = kb.block_dim
         launch["tiled"] = True
     outputs = [p for p in kb.params if p.kind == "array" and p.role in ("out", "inout")]
+    nodes = body_nodes(source)
     return {
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
@@ -100,8 +101,8 @@ def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: in
         "lines": source.count("\n"),
         "helpers": len(kb.funcs),
         "structs": len(kb.structs),
-        "builtins": called_builtins(source),
-        "operators": called_operators(source),
+        "builtins": called_builtins(nodes),
+        "operators": called_operators(nodes),
         "launch": launch,
         "differentiable_outputs": [p.name for p in outputs
                                    if p.dtype.kind not in ("struct", "bool") and p.dtype.is_float
@@ -137,12 +138,12 @@ def warp_builtins() -> frozenset[str]:
     return frozenset(wb.builtin_names())
 
 
-def called_builtins(source: str) -> list[str]:
-    """Warp builtins a source calls explicitly as ``wp.name(...)``; type constructors count as
-    the constructor builtin Warp resolves them to (``wp.vec3f(...)`` -> ``vector``)."""
+def called_builtins(source: str | list[ast.AST]) -> list[str]:
+    """Warp builtins a source (or its ``body_nodes``) calls explicitly as ``wp.name(...)``; type
+    constructors count as the constructor builtin Warp resolves them to (``wp.vec3f(...)`` -> ``vector``)."""
     names = warp_builtins()
     found = set()
-    for node in _body_nodes(source):
+    for node in _nodes(source):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "wp":
             attr = node.func.attr
@@ -153,16 +154,18 @@ def called_builtins(source: str) -> list[str]:
     return sorted(n for n in found if n in names)
 
 
-def _body_nodes(source: str):
+def body_nodes(source: str) -> list[ast.AST]:
     """AST nodes inside function bodies (annotations such as ``wp.array(...)`` are not calls)."""
-    for top in ast.parse(source).body:
-        if isinstance(top, ast.FunctionDef):
-            for stmt in top.body:
-                yield from ast.walk(stmt)
+    return [node for top in ast.parse(source).body if isinstance(top, ast.FunctionDef)
+            for stmt in top.body for node in ast.walk(stmt)]
+
+
+def _nodes(source: str | list[ast.AST]) -> list[ast.AST]:
+    return body_nodes(source) if isinstance(source, str) else source
 
 
 def constructor_builtin(attr: str) -> str | None:
-    for prefix in sorted(CONSTRUCTORS, key=len, reverse=True):
+    for prefix in _CONSTRUCTOR_PREFIXES:
         if attr.startswith(prefix):
             return CONSTRUCTORS[prefix]
     return None
@@ -174,15 +177,11 @@ _OPERATOR_BUILTINS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: 
                       ast.USub: "neg", ast.Invert: "invert", ast.Not: "unot"}
 
 
-def called_operators(source: str) -> list[str]:
+def called_operators(source: str | list[ast.AST]) -> list[str]:
     """Builtins reached through Python operators (``a + b`` -> ``add``), reported separately."""
     found = set()
-    for node in _body_nodes(source):
+    for node in _nodes(source):
         op = getattr(node, "op", None)
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)) and type(op) in _OPERATOR_BUILTINS:
             found.add(_OPERATOR_BUILTINS[type(op)])
     return sorted(found)
-
-
-def value_types() -> list[str]:
-    return [t.name for t in T.VALUE_TYPES]

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -95,7 +97,6 @@ class While:
 @dataclass(slots=True)
 class Line:  # a statement with no tree: break, continue, return, calls for effect
     text: str
-    value: Expr | None = None
 
     def render(self, pad: str) -> list[str]:
         return [pad + line for line in self.text.splitlines()]
@@ -137,13 +138,10 @@ class Profile:
     types: dict[WType, float]
     out_types: tuple[WType, ...] = (T.FLOAT32,)
     prefer: frozenset[str] | None = None
-    allow: frozenset[str] | None = None
     weights: dict[str, float] = field(default_factory=dict)
     extra: list[Callable] = field(default_factory=list)  # fn(builder, depth) -> list of statements
-    helpers: tuple[int, int] = (0, 0)
     ndim: int = 1
     outputs: tuple[int, int] = (1, 2)
-    max_depth: int | None = None
 
 
 BASE_WEIGHTS = {"decl": 5.0, "assign": 1.5, "aug": 2.0, "if": 1.2, "for": 0.8, "while": 0.3, "comp": 0.4,
@@ -172,7 +170,7 @@ class KernelBuilder:
         self.suffix = suffix
         self.profile = profile
         self.budget, depth = complexity_of(complexity, rng)
-        self.ctx = Context(rng, max_depth=profile.max_depth or depth, prefer=profile.prefer, allow=profile.allow)
+        self.ctx = Context(rng, max_depth=depth, prefer=profile.prefer)
         self.params: list[Param] = []
         self.structs: list[tuple[WType, str]] = []  # (type, source)
         self.funcs: list[str] = []
@@ -366,9 +364,13 @@ class KernelBuilder:
             orelse = self.block(self.rng.randint(1, inner), depth + 1)
         return [If(cond, body, orelse)], 1 + count(body) + count(orelse)
 
-    def enter_loop(self, trips: int) -> dict:
-        """Raise the bound of every variable in scope by what the loop's increments can add."""
-        saved = {"trips": self.trips, "aug": dict(self.aug_left)}
+    @contextmanager
+    def loop(self, var: str, trips: int, top: float) -> Iterator[None]:
+        """The body of a loop of ``trips`` iterations over the read-only int ``var`` (in [0, top]).
+
+        On entry, every variable in scope has its bound raised by what the loop's increments can
+        add; on exit, the loop variable goes out of scope."""
+        saved_trips = self.trips
         self.trips *= trips
         self.loop_depth += 1
         for v in self.assignable():
@@ -377,13 +379,16 @@ class KernelBuilder:
             self.aug_left[v.name] = AUG_BUDGET
             if v.type.kind != "bool":
                 self.raise_bound(v.name, v.bound + MAX_TRIPS * AUG_BUDGET * STEP)
-        return saved
-
-    def leave_loop(self, saved: dict) -> None:
-        self.trips = saved["trips"]
-        self.loop_depth -= 1
-        if self.loop_depth == 0:
-            self.aug_left = {}
+        self.ctx.scope.append({var: E.var(var, T.INT32, float(top))})
+        self.readonly.add(var)
+        try:
+            yield
+        finally:
+            self.ctx.scope.pop()
+            self.trips = saved_trips
+            self.loop_depth -= 1
+            if self.loop_depth == 0:
+                self.aug_left = {}
 
     def s_for(self, budget: int, depth: int) -> tuple[list, int]:
         rng = self.rng
@@ -403,27 +408,15 @@ class KernelBuilder:
             n = rng.randint(2, limit)
             bounds, trips, top = (f"wp.clamp({e.text}, 0, {n})",), n, n
         var = self.fresh("t")
-        saved = self.enter_loop(trips)
-        self.ctx.scope.append({var: E.var(var, T.INT32, float(top))})
-        self.readonly.add(var)
-        try:
+        with self.loop(var, trips, top):
             body = self.block(rng.randint(1, max(1, budget - 1)), depth + 1)
-        finally:
-            self.ctx.scope.pop()
-            self.leave_loop(saved)
         return [For(var, bounds, body)], 1 + count(body)
 
     def s_while(self, budget: int, depth: int) -> tuple[list, int]:
         n = self.rng.randint(2, max(2, min(6, MAX_TRIPS // self.trips)))
         var = self.fresh("c")
-        saved = self.enter_loop(n)
-        self.ctx.scope.append({var: E.var(var, T.INT32, float(n))})
-        self.readonly.add(var)
-        try:
+        with self.loop(var, n, n):
             body = self.block(self.rng.randint(1, max(1, budget - 2)), depth + 1)
-        finally:
-            self.ctx.scope.pop()
-            self.leave_loop(saved)
         self.ctx.scope[-1][var] = E.var(var, T.INT32, float(n))
         return [While(var, n, body)], 2 + count(body)
 
@@ -563,9 +556,8 @@ def read_array(ctx: Context, t: WType) -> Expr | None:
             return None
         arrays = [kb.param("array", t, "in")]
     p = kb.rng.choice(arrays)
-    ctx.used.add(p.name)
     idx = kb.index_exprs(p)
-    return Expr(f"{p.name}[{', '.join(idx)}]", t, 2.0, "arr", p.name, (), tuple(idx))
+    return Expr(f"{p.name}[{', '.join(idx)}]", t, 2.0, "arr", p.name)
 
 
 def read_scalar_param(ctx: Context, t: WType) -> Expr | None:
@@ -579,5 +571,4 @@ def read_scalar_param(ctx: Context, t: WType) -> Expr | None:
         if sum(1 for p in kb.params if p.role == "in") >= MAX_INPUTS:
             return None
         p = kb.param("scalar", t, "in", ndim=0, value_range=(-2.0, 2.0) if t.kind == "float" else (-8.0, 8.0))
-    ctx.used.add(p.name)
     return Expr(p.name, t, 8.0 if t.kind == "int" else 2.0, "var", p.name)

@@ -103,25 +103,3 @@ def scalar_literal(rng: random.Random, t: WType, lo: float = -2.0, hi: float = 2
     value = f"{rng.uniform(lo, hi):.{rng.choice((1, 2, 3))}f}"
     return value if t.scalar == "float32" else f"wp.float64({value})"
 
-
-def literal(rng: random.Random, t: WType) -> str:
-    """A literal value of any value type, with components in a small range."""
-    if t.is_scalar:
-        return scalar_literal(rng, t)
-    comp = component_type(t)
-    if t.kind == "quat":
-        axis = [rng.uniform(-1.0, 1.0) for _ in range(3)]
-        return (f"wp.quat_from_axis_angle(wp.normalize(wp.vec3f({axis[0]:.2f}, {axis[1]:.2f}, {axis[2]:.2f}) "
-                f"+ wp.vec3f(0.0, 0.0, 1.5)), {rng.uniform(-3.0, 3.0):.2f})")
-    if t.kind == "transform":
-        return f"wp.transformf({literal(rng, VEC3F)}, {literal(rng, QUATF)})"
-    if t.kind == "mat" and rng.random() < 0.3:
-        return f"wp.identity(n={t.shape[0]}, dtype=wp.{t.scalar})"
-    if rng.random() < 0.25:  # splat constructor
-        return f"{t.py}({scalar_literal(rng, comp)})"
-    return f"{t.py}({', '.join(scalar_literal(rng, comp) for _ in range(t.size))})"
-
-
-def literal_bound(t: WType) -> float:
-    """Upper bound on a component of ``literal(t)``."""
-    return 8.0 if t.kind in ("int", "uint") else (3.0 if t.kind != "transform" else 3.0)

@@ -27,10 +27,8 @@ MATRIX = frozenset({"mul", "transpose", "determinant", "inverse", "trace", "diag
                     "ddot", "skew", "add", "sub", "cw_mul", "quat_to_matrix", "quat_from_matrix"})
 
 
-def standard(kb: KernelBuilder, helpers: int = 0) -> KernelBuilder:
-    """Helpers, a body within the statement budget, then the output writes."""
-    for _ in range(helpers):
-        kb.add_helper()
+def standard(kb: KernelBuilder) -> KernelBuilder:
+    """A body within the statement budget, then the output writes."""
     kb.body = kb.block(kb.budget, 0, new_scope=False)
     kb.body += kb.write_outputs()
     return kb
@@ -70,7 +68,7 @@ def decomposition(kb: KernelBuilder, depth: int) -> list:
     outs = {"svd3": (mt, vt, mt), "svd2": (mt, vt, mt), "qr3": (mt, mt), "eig3": (mt, vt)}[kind]
     names = [kb.fresh("d") for _ in outs]
     stmts = [Assign(src, m)]
-    stmts += [Assign(nm, E.Expr(f"{t.py}()", t, 0.0, "ctor", t.name)) for nm, t in zip(names, outs)]
+    stmts += [Assign(nm, E.zero(t)) for nm, t in zip(names, outs)]
     stmts.append(Line(f"wp.{kind}({src}, {', '.join(names)})"))
     for nm, t in zip(names, outs):  # factors of a bounded matrix are bounded (orthogonal or singular values)
         kb.declare(nm, E.var(nm, t, 2.0 * 100.0 * n))

@@ -54,10 +54,8 @@ def function(rng, name, suffix, complexity):
         array_helper(kb)
     kb.body = kb.block(kb.budget, 0, new_scope=False)
     # make sure the kernel calls its helpers: an output from the last helper
-    fname, arg_types, ret, bound = kb.ctx.helpers[-1]
-    args = [E.fit(rng, E.gen(kb.ctx, a), 4.0) for a in arg_types]
-    call = Expr(f"{fname}({', '.join(a.text for a in args)})", ret, bound, "helper", fname, tuple(args))
-    out = kb.param("array", ret, "out")
+    call = E.helper_call(kb.ctx, kb.ctx.helpers[-1])
+    out = kb.param("array", call.type, "out")
     kb.body.append(Store(out.name, tuple(kb.tids), E.fit(rng, call)))
     kb.body += kb.write_outputs()
     return kb
@@ -108,7 +106,6 @@ def read_field(ctx, want: WType) -> Expr | None:
     if not options:
         return None
     base, path, bound = rng.choice(options)
-    ctx.used.add(base.split("[")[0])
     return Expr(f"{base}.{path}", want, bound, "attr", path)
 
 
@@ -118,7 +115,7 @@ read_field.pure = True  # reads variables only: usable inside helpers
 def struct_local(kb: KernelBuilder, t: WType) -> list:
     """``q = S()`` and every field assigned, so no field is read before it is written."""
     name = kb.fresh("q")
-    stmts: list = [Assign(name, Expr(f"{t.py}()", t, 0.0, "ctor", t.name))]
+    stmts: list = [Assign(name, E.zero(t))]
     for path, ft in field_paths(t):
         stmts.append(Store(f"{name}.{path}", (), E.fit(kb.rng, E.gen(kb.ctx, ft), FIELD_BOUND)))
     kb.declare(name, E.var(name, t, FIELD_BOUND))

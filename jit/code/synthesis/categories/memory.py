@@ -40,8 +40,6 @@ def atomic_update(kb: KernelBuilder, depth: int) -> list:
     ops = INT_OPS if t.kind in ("int", "uint") else FLOAT_OPS
     op = rng.choice(ops + (("exch",) if t.is_scalar else ()) + (("cas",) if t.kind == "int" else ()))
     value = E.fit(rng, E.gen(kb.ctx, t), 4.0)
-    if t.kind == "uint" and value.bound > 4:
-        value = E.squash(rng, value, 4.0)
     if t.kind == "float" and op in ("add", "sub") or op in ("exch", "cas"):
         kb.meta["deterministic"] = False
     if op == "cas":
@@ -54,10 +52,11 @@ def atomic_update(kb: KernelBuilder, depth: int) -> list:
     if rng.random() < 0.25:  # use the value before the update
         old = kb.fresh("old")
         kb.meta["deterministic"] = False
-        kb.declare(old, E.var(old, t, 1.0e3 if t.kind in ("int", "uint") else 1.0e4))
-        fitted = E.fit(rng, E.var(old, t, 1.0e9), 1.0e3 if t.kind in ("int", "uint") else 1.0e4)
+        cap = 1.0e3 if t.kind in ("int", "uint") else 1.0e4
+        kb.declare(old, E.var(old, t, cap))
+        fitted = E.fit(rng, E.var(old, t, 1.0e9), cap)  # a bound of 1e9 is always squashed
         kb.readonly.add(old)
-        return [Assign(old, Expr(call, t, 1.0e9, "call", f"atomic_{op}")), Line(f"{old} = {fitted.text}")] if fitted.text != old else [Assign(old, Expr(call, t, 1.0e9, "call", f"atomic_{op}"))]
+        return [Assign(old, Expr(call, t, 1.0e9, "call", f"atomic_{op}")), Line(f"{old} = {fitted.text}")]
     return [Line(call)]
 
 
@@ -110,18 +109,14 @@ def reduction(rng, name, suffix, complexity):
     pre = kb.block(max(1, kb.budget // 3), 0, new_scope=False)
     kb.declare(acc, E.var(acc, t, 0.0))
     loop_var = kb.fresh("t")
-    saved = kb.enter_loop(width)
-    kb.ctx.scope.append({loop_var: E.var(loop_var, T.INT32, float(width))})
-    kb.readonly.add(loop_var)
-    x = kb.fresh("x")
-    element = Expr(f"{src.name}[{kb.tids[0]}, {loop_var}]", t, 2.0, "arr", src.name)
-    kb.declare(x, element)
-    kb.readonly.add(x)
-    body = [Assign(x, element)]
-    body += kb.block(max(1, kb.budget // 3), 1, new_scope=False)
-    body += fold(kb, acc, t, E.var(x, t, 2.0) if rng.random() < 0.6 else E.gen(kb.ctx, t))
-    kb.ctx.scope.pop()
-    kb.leave_loop(saved)
+    with kb.loop(loop_var, width, width):
+        x = kb.fresh("x")
+        element = Expr(f"{src.name}[{kb.tids[0]}, {loop_var}]", t, 2.0, "arr", src.name)
+        kb.declare(x, element)
+        kb.readonly.add(x)
+        body = [Assign(x, element)]
+        body += kb.block(max(1, kb.budget // 3), 1, new_scope=False)
+        body += fold(kb, acc, t, E.var(x, t, 2.0) if rng.random() < 0.6 else E.gen(kb.ctx, t))
     kb.raise_bound(acc, width * 16.0 + 4.0)
     loop = For(loop_var, (f"{src.name}.shape[1]",), body)
     kb.body = pre + [Assign(acc, Expr(init, t, 0.0, "raw"))] + [loop]
@@ -157,7 +152,6 @@ def stencil(kb: KernelBuilder, depth: int) -> list:
         terms.append(f"{w.text} * {a.name}[{', '.join(idx)}]")
     name = kb.fresh("st")
     value = Expr(" + ".join(terms), t, 2.0 * len(terms), "raw")
-    kb.ctx.used.add(a.name)
     kb.declare(name, value)
     return [Assign(name, value)]
 

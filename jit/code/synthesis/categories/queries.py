@@ -114,7 +114,6 @@ def grid_neighbours(kb: KernelBuilder, depth: int) -> list:
     rng = kb.rng
     grid = handle(kb, "grid")
     pts = kb.param("array", T.VEC3F, "in", ndim=1)
-    kb.ctx.used.add(pts.name)
     q, idx, acc = kb.fresh("nb"), kb.fresh("j"), kb.fresh("acc")
     tid = kb.tids[0]
     me = kb.fresh("pid")

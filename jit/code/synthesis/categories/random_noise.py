@@ -84,7 +84,6 @@ def random_kernel(rng, name, suffix, complexity):
     kb.readonly.add(state)
     kb.ctx.rand_state = E.var(state, T.UINT32, 4.3e9)
     kb.ctx.readers += [draw, draw]
-    kb.ctx.used.add(seed)
     pre = [Assign(state, init)]
     for _ in range(rng.randint(1, 2)):  # the stream is always drawn from
         t = rng.choice((T.FLOAT32, T.FLOAT32, T.VEC3F, T.VEC2F, T.INT32))

@@ -29,7 +29,7 @@ def axis_angle(kb: KernelBuilder, depth: int) -> list:
     """``wp.quat_to_axis_angle(q, axis, angle)`` fills two output variables."""
     q = E.gen(kb.ctx, T.QUATF)
     src, axis, angle = kb.fresh("q"), kb.fresh("ax"), kb.fresh("ang")
-    stmts = [Assign(src, E.call("normalize", [q], T.QUATF)), Assign(axis, E.Expr("wp.vec3f()", T.VEC3F, 0.0, "ctor", "vec3f")),
+    stmts = [Assign(src, E.call("normalize", [q], T.QUATF)), Assign(axis, E.zero(T.VEC3F)),
              Assign(angle, E.Expr("float(0.0)", T.FLOAT32, 0.0, "cast", "float32")),
              Line(f"wp.quat_to_axis_angle({src}, {axis}, {angle})")]
     kb.declare(src, E.var(src, T.QUATF, 1.0))
