@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -189,17 +190,10 @@ def test_compile_validated_records(compiled_dataset):
     assert stats["validation"]["cpu=compiled"] == 6
 
 
-def _copy(src, dst):
-    import shutil
-
-    shutil.copytree(src, dst)
-    return dst
-
-
 def test_validate_passes_then_fails(compiled_dataset, tmp_path, capsys):
     assert validate.main([str(compiled_dataset)]) == 0
     # a kernel broken behind its id: python_source no longer compiles for CPU or CUDA
-    bad = _copy(compiled_dataset, tmp_path / "broken")
+    bad = shutil.copytree(compiled_dataset, tmp_path / "broken")
     shard = writers.data_files(str(bad))[0]
     lines = open(shard).read().splitlines()
     record = json.loads(lines[0])
@@ -213,7 +207,7 @@ def test_validate_passes_then_fails(compiled_dataset, tmp_path, capsys):
     assert validate.main([str(bad)]) == 1
     assert record["id"] in capsys.readouterr().out
 
-    torn = _copy(compiled_dataset, tmp_path / "torn")
+    torn = shutil.copytree(compiled_dataset, tmp_path / "torn")
     shard = writers.data_files(str(torn))[0]
     text = open(shard).read()
     open(shard, "w").write(text[: len(text) - 40])

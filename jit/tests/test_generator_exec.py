@@ -17,6 +17,7 @@ import pytest
 import warp as wp
 
 from jit.code.extraction import warp_backend as wb
+from jit.code.synthesis import execute
 from jit.code.synthesis.generator import CATEGORIES, generate
 
 RUNNABLE = sorted(c for c in CATEGORIES if c != "geometry")
@@ -81,12 +82,6 @@ def launch(spec, ns: dict, seed: int = 0) -> tuple[list, list]:
     return before, args
 
 
-def float_fields(x: np.ndarray) -> list[np.ndarray]:
-    if x.dtype.names:
-        return [f for name in x.dtype.names for f in float_fields(x[name])]
-    return [x] if np.issubdtype(x.dtype, np.floating) else []
-
-
 @pytest.fixture(scope="module")
 def cpu_module():
     """Two small kernels per runnable category in one module, compiled once (forward only)."""
@@ -111,7 +106,7 @@ def test_runnable_categories_give_finite_outputs_on_cpu(cpu_module, category):
         outputs = [(a, v) for a, v in zip(spec.metadata["launch"]["args"], args) if a["role"] != "in"]
         assert outputs, spec.name
         for arg, value in outputs:
-            for field in float_fields(value.numpy()):
+            for field in [f for f in execute.leaves(value.numpy()) if np.issubdtype(f.dtype, np.floating)]:
                 assert np.isfinite(field).all(), (spec.name, arg["name"], spec.source)
 
 
@@ -141,7 +136,6 @@ class Val:
 
 
 SCALARS = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "uint32": np.uint32}
-KINDS = {"vec": "vec", "mat": "mat", "quat": "quat"}
 
 
 def type_of(name: str):
@@ -157,10 +151,6 @@ def type_of(name: str):
     raise Unsupported(name)
 
 
-def to_val(x):
-    return x
-
-
 def c_div(a, b):
     if isinstance(a, (np.integer, int)) and isinstance(b, (np.integer, int)):
         if b == 0:
@@ -171,8 +161,6 @@ def c_div(a, b):
 
 
 def c_mod(a, b):
-    if isinstance(a, (np.integer, int)):
-        return type(a)(np.fmod(a, b))
     return type(a)(np.fmod(a, b))
 
 

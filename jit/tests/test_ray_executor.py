@@ -18,6 +18,7 @@ import time
 import pytest
 
 from jit.code.synthesis import pipeline, writers
+from test_pipeline import shard_bytes
 
 COUNT, SHARD = 30, 10
 PARTS = COUNT // SHARD
@@ -30,10 +31,6 @@ def argv(out, *extra) -> list[str]:
 
 def cli(out, *extra) -> list[str]:
     return [sys.executable, "-m", "jit.code.synthesis.pipeline", *argv(out, *extra)]
-
-
-def shard_bytes(out) -> list[bytes]:
-    return [open(p, "rb").read() for p in writers.data_files(str(out))]
 
 
 def markers(out) -> dict[str, tuple[int, bytes]]:
