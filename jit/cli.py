@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     from jit.code.extraction import discover
-    from jit.code.synthesis import pipeline, stats
+    from jit.code.synthesis import pipeline, stats, validate
 
     pipeline.add_arguments(sub.add_parser("generate", help="generate a dataset of synthetic kernels and their code",
                                           description=pipeline.__doc__,
@@ -46,14 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_arguments(sub.add_parser("stats", help="summarise a dataset folder: categories, builtins, sizes",
                                        description=stats.__doc__,
                                        formatter_class=argparse.RawDescriptionHelpFormatter))
-    try:
-        from jit.code.synthesis import validate
-    except ImportError:
-        validate = None
-    if validate is not None:
-        validate.add_arguments(sub.add_parser("validate", help="re-check an existing dataset folder",
-                                              description=validate.__doc__,
-                                              formatter_class=argparse.RawDescriptionHelpFormatter))
+    validate.add_arguments(sub.add_parser("validate", help="re-check an existing dataset folder",
+                                          description=validate.__doc__,
+                                          formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
 
 

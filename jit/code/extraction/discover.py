@@ -51,9 +51,8 @@ from types import ModuleType
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.synthesis.records import Pair, content_id
+from jit.code.synthesis.records import DEVICE_CHOICES, Pair, content_id
 
-DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "both": ("cpu", "cuda")}
 
 
 class NoOverloads(ExtractionError):
@@ -262,10 +261,13 @@ def _smaller_block(kernel, devices, error: ExtractionError) -> dict | Extraction
     while block_dim >= 1:
         try:
             cuda = extract_many([kernel], ("cuda",), block_dim=block_dim)[0]
-            others = extract_many([kernel], [d for d in devices if d != "cuda"])[0] if len(devices) > 1 else {}
         except ExtractionError:
             block_dim //= 2
             continue
+        try:  # the other devices' code does not depend on the CUDA block_dim
+            others = extract_many([kernel], [d for d in devices if d != "cuda"])[0] if len(devices) > 1 else {}
+        except ExtractionError:
+            return error
         cuda["cuda"].metadata["options"]["module_block_dim"] = module_block_dim
         return {d: (cuda if d == "cuda" else others)[d] for d in devices}
     return error

@@ -19,7 +19,8 @@ import shlex
 import sys
 import time
 
-DEVICES = {"cpu": ("cpu",), "cuda": ("cuda",), "both": ("cpu", "cuda")}
+from jit.code.synthesis.records import DEVICE_CHOICES
+
 
 
 class UsageError(Exception):
@@ -40,7 +41,7 @@ def _positive(name):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count", type=_positive("--count"), default=100, help="unique pairs to produce (default 100)")
-    p.add_argument("--device", choices=sorted(DEVICES), default="both", help="code to extract (default both)")
+    p.add_argument("--device", choices=sorted(DEVICE_CHOICES), default="both", help="code to extract (default both)")
     p.add_argument("--output", "-o", default="out/dataset", help="dataset folder (default out/dataset)")
     p.add_argument("--seed", type=int, default=0, help="run seed; kernel i is a function of (seed, i) (default 0)")
     p.add_argument("--categories", default=None,
@@ -97,7 +98,7 @@ def _archs(text: str) -> tuple[int, ...]:
 def make_spec(args):
     from jit.code.synthesis.batch_generator import RunSpec
 
-    devices = DEVICES[args.device]
+    devices = DEVICE_CHOICES[args.device]
     if getattr(args, "executor", "local") == "ray":
         try:
             import ray  # noqa: F401

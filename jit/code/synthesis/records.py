@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 CODE_FIELDS = ("cpu_forward", "cpu_backward", "cuda_forward", "cuda_backward", "cpu_functions", "cuda_functions")
+DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "both": ("cpu", "cuda")}  # --device -> devices with code
 FIELDS = ("id", "kernel_name", "category", "python_source", *CODE_FIELDS, "validation", "metadata")
 
 
