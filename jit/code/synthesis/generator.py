@@ -26,7 +26,7 @@ from jit.code.synthesis.stmt import KernelBuilder, Param
 
 __all__ = ["CATEGORIES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
 
-GENERATOR_VERSION = 2  # bumped whenever the same (seed, index) may give a different kernel
+GENERATOR_VERSION = 3  # bumped whenever the same (seed, index) may give a different kernel
 CONSTRUCTORS = {"vec": "vector", "mat": "matrix", "quat": "quaternion", "transform": "transformation",
                 "spatial_vector": "vector", "spatial_matrix": "matrix"}
 _CONSTRUCTOR_PREFIXES = sorted(CONSTRUCTORS, key=len, reverse=True)  # longest prefix first

@@ -157,7 +157,7 @@ def tile(rng, name, suffix, complexity):
         prog.transform()
     stmts = prog.stmts
     # outputs: one stored tile, and sometimes a reduction added into a total
-    final = prog.bounded(max((t for t in prog.tiles if t.shape == (prog.n,)), key=lambda t: t.name.count("t"), default=prog.source((prog.n,))))
+    final = prog.bounded([t for t in prog.tiles if t.shape == (prog.n,)][-1])  # the latest: it carries the transforms
     out = kb.param("array", T.FLOAT32, "out", ndim=1, shape=(prog.blocks * prog.n,))
     stmts.append(Line(f"wp.tile_store({out.name}, {final.name}, offset=({kb.tids[0]} * {prog.n},))"))
     if rng.random() < 0.6:
