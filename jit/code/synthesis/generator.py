@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.synthesis.categories import CATEGORIES, Category
+from jit.code.synthesis.categories import CATEGORIES, SOURCES, Category
 from jit.code.synthesis.stmt import KernelBuilder, Param
 
-__all__ = ["CATEGORIES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
+__all__ = ["CATEGORIES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
 
-GENERATOR_VERSION = 3  # bumped whenever the same (seed, index) may give a different kernel
+GENERATOR_VERSION = 4  # bumped whenever the same (seed, index) may give a different kernel
 CONSTRUCTORS = {"vec": "vector", "mat": "matrix", "quat": "quaternion", "transform": "transformation",
                 "spatial_vector": "vector", "spatial_matrix": "matrix"}
 _CONSTRUCTOR_PREFIXES = sorted(CONSTRUCTORS, key=len, reverse=True)  # longest prefix first
@@ -48,11 +48,12 @@ def item_hash(seed: int, index: int, attempt: int) -> str:
 
 
 def generate(seed: int, index: int, categories: Sequence[str] | None = None,
-             complexity: str | int = "medium", attempt: int = 0) -> KernelSpec:
+             complexity: str | int = "medium", attempt: int = 0,
+             sources: Sequence[str] | None = None) -> KernelSpec:
     """The kernel of item ``index`` of run ``seed``; the same arguments always give the same source."""
-    names = choosable(categories)
+    names, weights = mix(categories, sources)
     rng = random.Random(f"{seed}:{index}:{attempt}")
-    category = rng.choices(names, [CATEGORIES[n].weight for n in names])[0]
+    category = rng.choices(names, weights)[0]
     suffix = item_hash(seed, index, attempt)
     name = f"{category}_{suffix}"
     kb: KernelBuilder = CATEGORIES[category].build(rng, name, suffix, complexity)
@@ -61,14 +62,33 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
                       metadata(kb, source, category, seed, index, attempt, complexity))
 
 
-def choosable(categories: Sequence[str] | None) -> list[str]:
+def choosable(categories: Sequence[str] | None, sources: Sequence[str] | None = None) -> list[str]:
+    """The categories an item may be drawn from: those named, else those of the named sources, else all."""
+    if sources is not None:
+        wanted = list(dict.fromkeys(sources))
+        unknown = [s for s in wanted if s not in SOURCES]
+        if unknown or not wanted:
+            raise ValueError(f"unknown sources {unknown or wanted}; valid choices: {', '.join(SOURCES)}")
     if categories is None:
-        return list(CATEGORIES)
+        return [n for n, c in CATEGORIES.items() if sources is None or c.source in sources]
     names = list(dict.fromkeys(categories))
     unknown = [n for n in names if n not in CATEGORIES]
     if unknown or not names:
         raise ValueError(f"unknown categories {unknown or names}; valid choices: {', '.join(CATEGORIES)}")
-    return names
+    return [n for n in names if sources is None or CATEGORIES[n].source in sources]
+
+
+def mix(categories: Sequence[str] | None, sources: Sequence[str] | None = None) -> tuple[list[str], list[float]]:
+    """Categories and their draw weights: each source gets its share of the mix, split among
+    its chosen categories by their weights (a source with no chosen category gives its share away)."""
+    names = choosable(categories, sources)
+    if not names:
+        raise ValueError(f"no category of sources {', '.join(sources or [])} among {', '.join(categories or [])}")
+    totals: dict[str, float] = {}
+    for n in names:
+        totals[CATEGORIES[n].source] = totals.get(CATEGORIES[n].source, 0.0) + CATEGORIES[n].weight
+    weights = [SOURCES[CATEGORIES[n].source][0] * CATEGORIES[n].weight / totals[CATEGORIES[n].source] for n in names]
+    return names, weights
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,11 +110,12 @@ def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: in
         launch["tiled"] = True
     outputs = [p for p in kb.params if p.kind == "array" and p.role in ("out", "inout")]
     nodes = body_nodes(source)
-    return {
+    meta = {
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
         "index": index,
         "attempt": attempt,
+        "source": CATEGORIES[category].source,
         "category": category,
         "complexity": complexity,
         "statements": kb.budget,
@@ -111,6 +132,8 @@ def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: in
         "needs_runtime_objects": needs,
         "needs_runtime_objects_reason": reason,
     }
+    meta.update(kb.meta.get("record", {}))
+    return meta
 
 
 def arg_info(p: Param, dims: list[int]) -> dict:

@@ -1,7 +1,12 @@
-"""The registry of kernel categories: name -> (builder, weight).
+"""The registry of kernel categories: name -> (builder, weight, source).
 
-Each module of this package registers its categories with ``@register(name, weight)``; a
-builder takes ``(rng, name, suffix, complexity)`` and returns a finished ``KernelBuilder``.
+Each module of this package registers its categories with ``@register(name, weight, source)``;
+a builder takes ``(rng, name, suffix, complexity)`` and returns a finished ``KernelBuilder`` (or
+an object with the same ``source()``, ``params``, ``dims``, ``block_dim``, ``budget``, ``funcs``,
+``structs`` and ``meta``). ``meta["record"]``, when present, is merged into the record's metadata.
+
+A category belongs to one *source*, the family of kernels it comes from (``SOURCES``): the
+default mix draws a source by its share, then a category of that source by its weight.
 Importing the package imports every module, so the registry is complete. What it leaves
 out: choosing a category for an item (``generator``).
 """
@@ -15,15 +20,27 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Category:
     build: Callable  # (rng, kernel name, suffix, complexity) -> KernelBuilder
-    weight: float = 1.0
+    weight: float = 1.0  # within its source
+    source: str = "random"
 
+
+# source -> (share of the default mix, what it is)
+SOURCES: dict[str, tuple[float, str]] = {
+    "realistic": (0.40, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
+    "patterns": (0.25, "skeletons of what simulation and graphics kernels do, randomised in their details"),
+    "mutants": (0.20, "type-correct mutations of real kernels from Warp's own examples and tests"),
+    "random": (0.15, "the typed random-program generator, for coverage of Warp's builtins"),
+}
 
 CATEGORIES: dict[str, Category] = {}
 
 
-def register(name: str, weight: float = 1.0):
+def register(name: str, weight: float = 1.0, source: str = "random"):
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r} for category {name!r}")
+
     def wrap(fn):
-        CATEGORIES[name] = Category(fn, weight)
+        CATEGORIES[name] = Category(fn, weight, source)
         return fn
     return wrap
 
