@@ -1,8 +1,8 @@
 """``generate(seed, index)`` -> one random Warp kernel as a self-contained Python source.
 
 Csmith/YARPGen in spirit: each item draws from its own ``random.Random(f"{seed}:{index}:{attempt}")``,
-picks a category from the weighted registry (``categories``), and lets that category's
-builder compose the kernel from the typed statement and expression builders (``stmt``,
+picks a category from the weighted registry (``categories``: each source's share of the mix,
+split among its categories), and lets that category's builder compose the kernel from the typed statement and expression builders (``stmt``,
 ``expr``). Every module-level name in a source (kernel, helpers, structs) ends in the item's
 8-hex hash, so many sources can share one Warp module. ``attempt`` lets the pipeline draw a
 new kernel for the same index when Warp rejects one.
@@ -58,6 +58,7 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
     name = f"{category}_{suffix}"
     kb: KernelBuilder = CATEGORIES[category].build(rng, name, suffix, complexity)
     source = kb.source()
+    name = kb.name  # a builder may name its kernel by what it does (still ending in the suffix)
     return KernelSpec(name, category, source, seed, index, attempt,
                       metadata(kb, source, category, seed, index, attempt, complexity))
 
