@@ -39,6 +39,7 @@ class RunSpec:
     seed: int = 0
     devices: tuple[str, ...] = ("cpu", "cuda")
     categories: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
     complexity: str = "medium"
     shard_size: int = 1000
     backward: bool = True
@@ -51,6 +52,7 @@ class RunSpec:
         """What must match for --resume to continue a run."""
         return {
             "seed": self.seed, "devices": list(self.devices), "categories": list(self.categories or []),
+            "sources": list(self.sources or []),
             "complexity": self.complexity, "shard_size": self.shard_size, "backward": self.backward,
             "validate": self.validate, "archs": list(self.archs), "emit_ptx": self.emit_ptx,
             "count": self.count, "format": self.fmt,
@@ -115,7 +117,8 @@ class PartStats:
 def _generate(spec: RunSpec, slot: Slot):
     from jit.code.synthesis.generator import generate
 
-    return generate(spec.seed, slot.index, spec.categories or None, spec.complexity, attempt=slot.attempt)
+    return generate(spec.seed, slot.index, spec.categories or None, spec.complexity, attempt=slot.attempt,
+                    sources=spec.sources or None)
 
 
 def code_fields(irs: dict[str, KernelIR]) -> dict[str, str | None]:

@@ -46,7 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="run seed; kernel i is a function of (seed, i) (default 0)")
     p.add_argument("--categories", default=None,
                    help="comma-separated kernel categories (default all); see --list-categories")
-    p.add_argument("--list-categories", action="store_true", help="print the categories and their weights, then exit")
+    p.add_argument("--sources", default=None,
+                   help="comma-separated kernel sources (default all, in the default mix): realistic, patterns, "
+                        "mutants, random; see --list-categories")
+    p.add_argument("--list-categories", action="store_true",
+                   help="print the sources, their share of the default mix and their categories, then exit")
     p.add_argument("--complexity", choices=("small", "medium", "large", "mixed"), default="mixed",
                    help="kernel size (default mixed: small to large)")
     p.add_argument("--workers", type=_positive("--workers"), default=os.cpu_count() or 1,
@@ -85,6 +89,28 @@ def _categories(text: str | None) -> tuple[str, ...] | None:
     return names
 
 
+def _sources(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    from jit.code.synthesis.generator import SOURCES
+
+    names = tuple(c.strip() for c in text.split(",") if c.strip())
+    unknown = [c for c in names if c not in SOURCES]
+    if unknown or not names:
+        raise UsageError(f"unknown source {', '.join(unknown) or repr(text)}; choose from: {', '.join(SOURCES)}")
+    return names
+
+
+def _mix(categories, sources) -> None:
+    """Refuse a --categories/--sources combination that leaves nothing to draw from."""
+    from jit.code.synthesis.generator import mix
+
+    try:
+        mix(categories, sources)
+    except ValueError as exc:
+        raise UsageError(f"{exc}; drop --sources or pick categories of those sources (see --list-categories)") from None
+
+
 def _archs(text: str) -> tuple[int, ...]:
     try:
         archs = tuple(int(a) for a in text.split(",") if a.strip())
@@ -111,9 +137,11 @@ def make_spec(args):
             import pyarrow  # noqa: F401
         except ImportError:
             raise UsageError("--format parquet needs pyarrow: pip install 'warp-jit-synth[parquet]'") from None
+    categories, sources = _categories(args.categories), _sources(args.sources)
+    _mix(categories, sources)
     return RunSpec(
         out=os.path.abspath(args.output), count=args.count, seed=args.seed, devices=devices,
-        categories=_categories(args.categories), complexity=args.complexity, shard_size=args.shard_size,
+        categories=categories, sources=sources, complexity=args.complexity, shard_size=args.shard_size,
         backward=not args.no_backward, validate=args.validate, archs=_archs(args.arch),
         emit_ptx=args.emit_ptx, fmt=args.format,
     )
@@ -280,10 +308,7 @@ def summarise(spec, part_stats: list[dict], dups: int, seconds: float, resumed: 
 
 def run_command(args, parser=None) -> int:
     if args.list_categories:
-        from jit.code.synthesis.generator import CATEGORIES
-
-        for name, cat in sorted(CATEGORIES.items()):
-            print(f"{name:16s} weight {getattr(cat, 'weight', 1.0):g}")
+        print(list_categories())
         return 0
     try:
         spec = make_spec(args)
@@ -304,6 +329,18 @@ def run_command(args, parser=None) -> int:
         print(f"wrote {stats['count']} pairs to {spec.out}/data ({stats['pairs_per_second']} pairs/s, "
               f"{rejected} rejected: {stats['rejects']})")
     return 0
+
+
+def list_categories() -> str:
+    """The sources with their share of the default mix, each with its categories and their weights."""
+    from jit.code.synthesis.generator import CATEGORIES, SOURCES
+
+    lines = []
+    for source, (share, what) in SOURCES.items():
+        lines.append(f"{source} ({share:.0%} of the default mix): {what}")
+        names = sorted(n for n, c in CATEGORIES.items() if c.source == source)
+        lines += [f"  {n:24s} weight {CATEGORIES[n].weight:g}" for n in names] or ["  (no categories)"]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
