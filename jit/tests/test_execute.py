@@ -97,6 +97,18 @@ def tiled(a: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32), total:
     wp.tile_store(out, wp.tile_map(wp.sin, t), offset=(i * 8,))
     wp.tile_atomic_add(total, wp.tile_sum(t))
 ''',
+    "forever": '''
+import warp as wp
+
+
+@wp.kernel
+def forever(x: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    k = int(0)
+    while k < 1:
+        k = k * 1
+    out[i] = x[i]
+''',
     "uses_mesh": '''
 import warp as wp
 
@@ -129,6 +141,7 @@ LAUNCH = {
                           arr("out", "vec3f", [6], "out"), arr("flags", "int32", [6], "out")], ["out"]),
     "tiled": ([2], [arr("a", "float32", [16]), arr("out", "float32", [16], "out"),
                     arr("total", "float32", [1], "inout")], []),
+    "forever": ([4], [arr("x", "float32", [4]), arr("out", "float32", [4], "out")], ["out"]),
     "uses_mesh": ([4], [{"name": "mesh", "kind": "handle", "dtype": "uint64", "role": "in", "range": [0, 0]},
                         arr("p", "vec3f", [4]), arr("out", "float32", [4], "out")], ["out"]),
 }
@@ -158,10 +171,23 @@ def batch():
     try:
         items = [(s, handle.namespace[s.name], {}) for s in specs]
         records = {s.name: pair_of(s) for s in specs}
-        dropped = execute.execute_batch(RunSpec(out="unused", count=1, devices=("cpu",)), items, records)
+        bound, execute.EXECUTE_SECONDS = execute.EXECUTE_SECONDS, 3.0  # "forever" never ends
+        try:
+            dropped = execute.execute_batch(RunSpec(out="unused", count=1, devices=("cpu",)), items, records)
+        finally:
+            execute.EXECUTE_SECONDS = bound
         yield {s.name: s for s in specs}, records, dropped
     finally:
         handle.release()
+
+
+def test_a_kernel_that_never_ends_is_dropped_as_timeout_and_the_batch_goes_on(batch):
+    _, records, dropped = batch
+    assert dropped["forever"] == "timeout"
+    assert records["forever"].io is None
+    after = list(SOURCES).index("forever") + 1  # kernels after it ran in a new child
+    assert records[list(SOURCES)[after]].validation["cpu"] == "compiled"  # uses_mesh: not runnable
+    assert "known" not in dropped and records["known"].validation["cpu"] == "executed"
 
 
 def data(spec: dict) -> np.ndarray:

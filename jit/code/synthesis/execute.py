@@ -3,6 +3,8 @@
 ``execute_batch`` launches each runnable kernel of a validated batch on the CPU with seeded
 random inputs (twice: the outputs must be finite and bitwise identical), stores the example as
 the record's ``io`` and checks the backward kernel against central finite differences (``wp.Tape``).
+Each kernel runs in a forked child with a time bound (``bounded``): one that never returns is
+dropped as ``timeout``.
 With a CUDA device and ``cuda`` among the run's devices it also launches on the GPU and compares
 with the CPU. ``replay_records`` rebuilds kernels from ``python_source`` alone and checks that
 their ``io`` inputs give exactly the stored outputs.
@@ -17,6 +19,7 @@ bvh, hash grid: they keep ``validation.cpu = "compiled"`` with ``cpu_reason``), 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import math
@@ -28,7 +31,9 @@ import numpy as np
 import warp as wp
 
 from jit.code.extraction import warp_backend as wb
+from jit.code.synthesis import bounded
 
+EXECUTE_SECONDS = 20.0  # bound on one kernel's execution and gradient check (runs take milliseconds)
 MAX_IO_NUMBERS = 8192  # numbers in one io example; larger examples are not stored
 GRAD_ELEMENTS = (4, 3)  # input elements checked: (chosen by |gradient|, chosen uniformly)
 REPLAY_BATCH = 64
@@ -328,7 +333,7 @@ def execute_batch(run, items: list, records: dict) -> dict[str, str]:
     failed: dict[str, str] = {}
     kernels, handles = cpu_build(specs, {s.name: k for s, k, _ in items}, run.backward, failed)
     cuda = "cuda" in run.devices and wb.cuda_device_available()
-    jobs = []
+    runs = []
     try:
         for spec in specs:
             if spec.name in failed:
@@ -336,24 +341,48 @@ def execute_batch(run, items: list, records: dict) -> dict[str, str]:
             record = records[spec.name]
             record.validation["cpu"] = "compiled"  # Warp just built it with clang
             try:
-                job = Job(spec.name, kernels[spec.name], plan_from_metadata(kernels[spec.name], spec.metadata), record)
+                runs.append((spec, Job(spec.name, kernels[spec.name],
+                                       plan_from_metadata(kernels[spec.name], spec.metadata), record)))
             except NotRunnable as exc:
                 record.validation["cpu_reason"] = exc.reason
-                continue
-            try:
-                reason = execute_one(job, item_rng(spec), spec.metadata, run.backward)
-            except Exception as exc:  # a launch inside the gradient check, say: drop the record, not the batch
-                reason = f"execution failed: {type(exc).__name__}"
-            if reason:
-                failed[spec.name] = reason
-            else:
-                jobs.append(job)
+        jobs = _run_bounded(runs, run.backward, failed)
         if cuda and jobs:
-            failed.update(cuda_check(jobs))
+            for spec, job in jobs:  # they are known to finish: run again here for the CUDA comparison
+                execute_one(job, item_rng(spec), spec.metadata, run.backward)
+            failed.update(cuda_check([job for _, job in jobs]))
     finally:
         for handle in handles:
             handle.release()
     return failed
+
+
+def _run_bounded(runs: list, backward: bool, failed: dict) -> list:
+    """Execute each (spec, job) in a forked child with a time bound; the ones that passed.
+
+    A launch that never returns (seen in Warp's backward of some ``while`` loops) is killed after
+    ``EXECUTE_SECONDS`` and its record dropped as ``timeout``; the batch goes on.
+    """
+    calls = [functools.partial(_execute_reported, job, spec, backward) for spec, job in runs]
+    passed = []
+    for (spec, job), (status, value) in zip(runs, bounded.run_bounded(calls, EXECUTE_SECONDS)):
+        if status == bounded.TIMEOUT:
+            failed[spec.name] = "timeout"
+        elif status == "error":  # a launch inside the gradient check, say: drop the record, not the batch
+            failed[spec.name] = f"execution failed: {value}"
+        else:
+            reason, job.record.io, validation = value
+            job.record.validation.update(validation)
+            if reason:
+                failed[spec.name] = reason
+            else:
+                passed.append((spec, job))
+    return passed
+
+
+def _execute_reported(job: Job, spec, backward: bool) -> tuple[str | None, dict | None, dict]:
+    """``execute_one`` in the child, returning what the parent's record needs."""
+    reason = execute_one(job, item_rng(spec), spec.metadata, backward)
+    return reason, job.record.io, dict(job.record.validation)
 
 
 def set_cpu_options(module, backward: bool = True) -> None:
