@@ -341,3 +341,24 @@ def test_generated_io_is_deterministic(generated):
     finally:
         handle.release()
     assert json.dumps(record.io, sort_keys=True) == json.dumps(records[spec.name].io, sort_keys=True)
+
+
+def test_python_scalar_annotations_run_as_warp_scalars():
+    source = '''import warp as wp
+
+
+@wp.kernel
+def py_scalars(x: wp.array(dtype=float), s: float, n: int, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = x[i] * s + float(n)
+'''
+    handle = wb.define([source], "jit_test_execute_py_scalars")
+    try:
+        kernel = handle.namespace["py_scalars"]
+        plan = execute.plan_from_metadata(kernel, {"launch": {"dim": [5], "args": [
+            arr("x", "float32", [5]), val("s", "float32"), val("n", "int32", lo=0, hi=3), arr("out", "float32", [5], "out")]}})
+        values = execute.random_values(plan, np.random.default_rng(1))
+        got = execute.run_outputs(kernel, plan, values)
+        np.testing.assert_allclose(got["out"], values["x"] * values["s"] + values["n"], rtol=1e-6)
+    finally:
+        handle.release()

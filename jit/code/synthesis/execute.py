@@ -92,11 +92,15 @@ class Plan:
         return [a for a in self.args if a.is_output]
 
 
+# Python's scalar types in annotations stand for these Warp types (as Warp itself reads them)
+_PYTHON_SCALARS = {float: wp.float32, int: wp.int32, bool: wp.bool}
+
+
 def kernel_arg_types(kernel) -> dict[str, Any]:
     """Argument name -> annotation, in signature order (annotations may be strings: evaluate them)."""
     hints = inspect.get_annotations(kernel.func, eval_str=True)
     names = list(inspect.signature(kernel.func).parameters)
-    return {n: hints[n] for n in names}
+    return {n: _PYTHON_SCALARS.get(hints[n], hints[n]) for n in names}
 
 
 def plan_from_metadata(kernel, metadata: dict) -> Plan:
