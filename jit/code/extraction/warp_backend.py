@@ -602,3 +602,177 @@ def builtin_signatures(name: str, candidates: list) -> list[tuple[tuple, Any]]:
                 continue
             seen[combo] = result
     return [(combo, result) for combo, result in seen.items() if result is not None]
+
+
+# ---------------------------------------------------------------------------------------------
+# reading kernels, functions and structs for self-contained source text
+
+
+def is_user_function(obj: Any) -> bool:
+    return isinstance(obj, _context.Function) and not obj.is_builtin() and obj.func is not None
+
+
+def is_builtin_function(obj: Any) -> bool:
+    return isinstance(obj, _context.Function) and obj.is_builtin()
+
+
+def builtin_key(func) -> str:
+    return func.key
+
+
+def is_struct(obj: Any) -> bool:
+    """True for a ``@wp.struct`` type (not an instance of one)."""
+    return isinstance(obj, _codegen.Struct)
+
+
+def struct_fields(struct) -> list[tuple[str, Any]]:
+    return [(label, var.type) for label, var in struct.vars.items()]
+
+
+def struct_class(struct) -> type:
+    return struct.cls
+
+
+def is_generic(kernel) -> bool:
+    return bool(kernel.is_generic)
+
+
+def generic_parent(kernel):
+    """The generic kernel a concrete overload was made from; None for a plain kernel."""
+    return kernel.generic_parent
+
+
+def type_is_generic(t) -> bool:
+    return bool(_types.type_is_generic(t))
+
+
+def argument_type_objects(kernel) -> list[tuple[str, Any]]:
+    """(name, Warp type object) of each kernel argument, as Warp resolved them."""
+    return [(arg.label, arg.type) for arg in kernel.adj.args]
+
+
+def python_function(obj):
+    """The Python function a kernel or user function was made from."""
+    return obj.func
+
+
+def python_name(obj) -> str:
+    return obj.cls.__name__ if is_struct(obj) else obj.func.__name__
+
+
+def function_overloads(func) -> list:
+    """Every definition registered under a user function's key (generic and concrete), in source order."""
+    found = {id(f): f for f in (*func.user_templates.values(), *func.user_overloads.values())} or {id(func): func}
+    return sorted(found.values(), key=lambda f: (f.func.__code__.co_filename, f.func.__code__.co_firstlineno))
+
+
+def custom_gradients(func) -> list:
+    """The ``@wp.func_grad`` / ``@wp.func_replay`` definitions attached to a user function."""
+    out = []
+    for overload in function_overloads(func):
+        for extra in (overload.custom_grad_func, overload.custom_replay_func):
+            if extra is not None and extra.func is not None and extra not in out:
+                out.append(extra)
+    return out
+
+
+def is_array_type(t) -> bool:
+    return isinstance(t, _types.array_types) or isinstance(t, getattr(_types, "_ArrayAnnotationBase", ()))
+
+
+def array_type_parts(t) -> tuple[str, Any, int]:
+    """(``wp`` class name, dtype, ndim) of an array type or annotation."""
+    cls = getattr(t, "_concrete_cls", None) or type(t)
+    return cls.__name__, t.dtype, t.ndim
+
+
+def composite_type_parts(t) -> tuple[str, tuple, Any] | None:
+    """(kind, shape, scalar type) of a vector/matrix/quaternion/transformation type, else None."""
+    generic = getattr(t, "_wp_generic_type_str_", None)
+    kind = {"vec_t": "vector", "mat_t": "matrix", "quat_t": "quaternion", "transform_t": "transformation"}.get(generic)
+    if kind is None:
+        return None
+    return kind, tuple(t._shape_), t._wp_scalar_type_
+
+
+def is_warp_value(value) -> bool:
+    """A vector, matrix, quaternion or Warp scalar instance (something ``wp.constant`` accepts)."""
+    return _types.is_value(value) and not isinstance(value, (bool, int, float))
+
+
+def flat_components(value) -> list:
+    """The Python numbers that rebuild a Warp value with its type's constructor."""
+    if composite_type_parts(type(value)) is not None:
+        return [float(x) if isinstance(x, float) else x for x in _flatten(value)]
+    return [value.value]
+
+
+def _flatten(value) -> list:
+    out = []
+    for item in value:
+        out += _flatten(item) if hasattr(item, "__len__") else [item]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# watching a running program's module builds (``jit-synth trace``)
+
+
+def attach() -> None:
+    """Use the Warp a running program initialised, without changing its config or banner."""
+    global _initialised
+    with _init_lock:
+        _initialised = True
+
+
+def watch_module_loads(callback) -> None:
+    """Call ``callback(module, device_name, block_dim)`` after every successful ``Module.load``.
+
+    Every launch, ``wp.load_module`` and ``wp.force_load`` goes through ``Module.load``; a
+    load that finds its code in the kernel cache still hashes (and so resolves) its kernels.
+    """
+    original = _context.Module.load
+    if getattr(original, "_jit_synth_watched", False):
+        return
+
+    def load(self, device, block_dim=None, *args, **kwargs):
+        result = original(self, device, block_dim, *args, **kwargs)
+        if result is not None:
+            active = block_dim if block_dim is not None else self.options["block_dim"]
+            callback(self, str(_context.runtime.get_device(device)), active)
+        return result
+
+    load._jit_synth_watched = True
+    _context.Module.load = load
+
+
+def loaded_build(module, block_dim: int) -> tuple[list, dict]:
+    """(concrete kernels, resolved options) of the build ``Module.load`` just used for ``block_dim``."""
+    hasher = module.hashers[block_dim]
+    return list(hasher.get_unique_kernels()), dict(module.resolved_options[block_dim])
+
+
+def kernel_hash(kernel) -> str | None:
+    return kernel.hash.hex() if kernel.hash is not None else None
+
+
+@contextlib.contextmanager
+def kernel_state_kept(kernels: Iterable) -> Iterator[None]:
+    """Restore kernels' hashes after an extra build, so a running program's launches see its own."""
+    saved = [(k, k._hash, k._mangled_name) for k in kernels]
+    try:
+        yield
+    finally:
+        for kernel, h, name in saved:
+            kernel._hash, kernel._mangled_name = h, name
+
+
+def kernel_identity(kernel) -> tuple[str, str, str | None]:
+    """(module name, key, overload signature) of a concrete kernel."""
+    return kernel.module.name, kernel.key, overload_signature(kernel)
+
+
+def module_option_changes(module) -> dict:
+    """Module options that differ from a fresh module's under the current config."""
+    fresh = _context.Module(None).options
+    return {k: v for k, v in module.options.items() if fresh.get(k) != v}

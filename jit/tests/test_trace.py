@@ -1,0 +1,152 @@
+"""``run_traced``: a program run unchanged yields every kernel Warp built, verbatim.
+
+Each traced run starts a Python with Warp (a few seconds); the tests share two runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+
+import pytest
+
+from jit.code.extraction import warp_backend as wb
+from jit.code.extraction.ir_extractor import extract_many
+from jit.code.extraction.trace import child_command, run_traced
+from jit.code.synthesis.records import FIELDS, content_id
+
+PROGRAM = textwrap.dedent('''\
+    import os
+    import sys
+    from typing import Any
+
+    import numpy as np
+    import warp as wp
+
+
+    @wp.kernel
+    def double(a: wp.array(dtype=float)):
+        i = wp.tid()
+        a[i] = a[i] * 2.0
+
+
+    def make_scale(k: float):
+        @wp.kernel
+        def scale(a: wp.array(dtype=float)):
+            i = wp.tid()
+            a[i] = a[i] * k
+        return scale
+
+
+    @wp.kernel
+    def add_one(a: wp.array(dtype=Any)):
+        i = wp.tid()
+        a[i] = a[i] + a.dtype(1)
+
+
+    if __name__ == "__main__":
+        a = wp.array(np.arange(4, dtype=np.float32), device="cpu")
+        b = wp.array(np.arange(4, dtype=np.float64), device="cpu")
+        wp.launch(double, dim=4, inputs=[a], device="cpu")
+        wp.launch(make_scale(3.0), dim=4, inputs=[a], device="cpu")
+        wp.launch(add_one, dim=4, inputs=[a], device="cpu")
+        wp.launch(add_one, dim=4, inputs=[b], device="cpu")
+        print("sum", float(a.numpy().sum() + b.numpy().sum()), flush=True)
+        if "--crash" in sys.argv:
+            os.abort()  # no interpreter shutdown: only what was flushed survives
+''')
+
+
+@pytest.fixture(scope="module")
+def crashed_run(tmp_path_factory):
+    """The program run as a script that aborts after its launches; (result, script folder, files before)."""
+    folder = tmp_path_factory.mktemp("project")
+    script = folder / "prog.py"
+    script.write_text(PROGRAM)
+    before = sorted(p.name for p in folder.iterdir())
+    work = tmp_path_factory.mktemp("work")
+    result = run_traced(["python", str(script), "--crash"], ("cpu", "cuda"), work)
+    return result, folder, before
+
+
+def test_all_concrete_kernels_captured_from_a_crashing_program(crashed_run):
+    result, _, _ = crashed_run
+    assert result.exit_status != 0
+    # a: (0+1+2+3)*2*3 + 4 = 40, b: (0+1+2+3) + 4 = 10
+    assert "sum 50.0" in result.output_tail
+    found = sorted((r["kernel_name"], r["metadata"]["overload"]) for r in result.records)
+    assert found == [("add_one", "a1f4"), ("add_one", "a1f8"), ("double", None), ("make_scale__locals__scale", None)]
+    assert result.captured == 4 and not result.failed
+    for record in result.records:
+        assert set(FIELDS) <= set(record)
+        assert record["id"] == content_id(record["python_source"])
+        assert record["cpu_forward"] and record["cuda_forward"] and record["cpu_backward"]
+        meta = record["metadata"]
+        assert meta["found_by"] == "trace" and meta["file"].endswith("prog.py") and meta["distribution"] is None
+        assert meta["block_dim"] == 1 and meta["device"] == "cpu" and meta["self_contained"] is True
+
+
+def test_records_are_warps_code_for_the_same_kernels(crashed_run, tmp_path):
+    """The same kernels built in this process with the same options give the same text."""
+    result, folder, _ = crashed_run
+    spec = importlib.util.spec_from_file_location("jit_trace_prog", folder / "prog.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        wb.init()
+        import warp as wp
+
+        kernels = {
+            ("double", None): module.double,
+            ("make_scale__locals__scale", None): module.make_scale(3.0),
+            ("add_one", "a1f4"): wp.overload(module.add_one, {"a": wp.array(dtype=wp.float32)}),
+            ("add_one", "a1f8"): wp.overload(module.add_one, {"a": wp.array(dtype=wp.float64)}),
+        }
+        for record in result.records:
+            kernel = kernels[(record["kernel_name"], record["metadata"]["overload"])]
+            ir = extract_many([kernel], ("cpu", "cuda"))[0]
+            assert record["cpu_forward"] == ir["cpu"].args_struct.strip("\n") + "\n" + ir["cpu"].forward
+            assert record["cuda_forward"] == ir["cuda"].forward
+            assert record["cpu_backward"] == ir["cpu"].backward
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_nothing_written_into_the_project(crashed_run):
+    _, folder, before = crashed_run
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_python_dash_m_form(tmp_path, monkeypatch):
+    package = tmp_path / "tinypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "run.py").write_text(textwrap.dedent('''\
+        import sys
+        import warp as wp
+
+        @wp.kernel(enable_backward=False)
+        def fill(a: wp.array(dtype=wp.int32), v: int):
+            a[wp.tid()] = v
+
+        a = wp.zeros(3, dtype=wp.int32, device="cpu")
+        wp.launch(fill, dim=3, inputs=[a, 7], device="cpu")
+        sys.exit(3)
+    '''))
+    monkeypatch.chdir(tmp_path)
+    result = run_traced(["python", "-m", "tinypkg.run"], ("cpu",), tmp_path / "work", backward=False)
+    assert result.exit_status == 3
+    [record] = result.records
+    assert record["kernel_name"] == "fill" and record["cuda_forward"] is None and record["cpu_backward"] is None
+    assert record["metadata"]["module"] == "tinypkg.run" and record["metadata"]["file"] == "tinypkg/run.py"
+    assert record["metadata"]["kernel_options"] == {"enable_backward": False}
+
+
+def test_child_command_forms():
+    assert child_command(["python", "x.py", "-v"]) == [sys.executable, "x.py", "-v"]
+    assert child_command(["python3", "-m", "m"]) == [sys.executable, "-m", "m"]
+    assert child_command(["pytest", "-q", "t.py"]) == [sys.executable, "-m", "pytest", "-q", "t.py"]
+    with pytest.raises(ValueError):
+        child_command(["bash", "run.sh"])
