@@ -59,11 +59,12 @@ def test_categories_restrict_the_choice():
     assert chosen == {"math", "tile"}
 
 
-def test_complexity_spans_sizes():
-    small = sum(generate(2, i, complexity="small").metadata["lines"] for i in range(20))
-    large = sum(generate(2, i, complexity="large").metadata["lines"] for i in range(20))
-    assert large > 1.5 * small
-    assert generate(2, 0, complexity=30).metadata["statements"] == 30
+@pytest.mark.parametrize("source,ratio", [("random", 1.5), ("realistic", 1.2)])
+def test_complexity_spans_sizes(source, ratio):
+    small = sum(generate(2, i, complexity="small", sources=[source]).metadata["lines"] for i in range(30))
+    large = sum(generate(2, i, complexity="large", sources=[source]).metadata["lines"] for i in range(30))
+    assert large > ratio * small
+    assert generate(2, 0, complexity=30, sources=["random"]).metadata["statements"] == 30
 
 
 def _top_level_names(source: str) -> list[str]:
@@ -126,3 +127,32 @@ def test_geometry_kernels_keep_to_one_shared_query_stack():
         bvh = "wp.bvh_query_" in src
         both += mesh and bvh
     assert both == 0
+
+
+def test_names_come_from_the_vocabulary_unique_and_without_digits():
+    import re
+    import random as _random
+
+    from jit.code.synthesis.names import Namer
+
+    namer = Namer(_random.Random(0), {"tid"})
+    taken = [namer.local("vec3f", "normalize") for _ in range(40)] + [namer.array("float32", "in") for _ in range(20)]
+    assert len(set(taken)) == len(taken) and "tid" not in taken
+    assert not any(re.search(r"\d$", n) for n in taken)
+    assert taken[0] in ("n", "normal", "dir")  # a normalize() result is named as a direction
+
+
+def test_realistic_kernels_use_no_generator_style_identifiers_and_no_constant_tests():
+    import re
+
+    generator_style = re.compile(r"^[A-Za-z]+[0-9]+$")
+    for i in range(60):
+        spec = generate(4, i, sources=["realistic"])
+        assert spec.metadata["source"] == "realistic"
+        tree = ast.parse(spec.source)
+        kernel = [n for n in tree.body if isinstance(n, ast.FunctionDef)][-1]
+        names = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name)} | {a.arg for a in kernel.args.args}
+        assert not [n for n in names if generator_style.match(n)], spec.source
+        for node in ast.walk(kernel):
+            if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+                assert any(isinstance(m, ast.Name) and m.id != "wp" for m in ast.walk(node.test)), spec.source

@@ -6,6 +6,10 @@ and operators may produce a type is read from Warp's own builtin registry (``sig
 not hand-listed; a few builtins with a restricted domain get their arguments guarded
 (``sqrt(abs(x))``, ``log(abs(x) + 1)``, divisors ``abs(y) + 1``...).
 
+Builtins are drawn as often as real Warp code calls them (the census, ``census.json``), with
+a floor so the long tail stays; in realistic mode guards are those real code writes
+(``x / wp.max(d, eps)``, positive inputs) and tests always read a variable.
+
 Every node carries ``bound``, an upper bound on the magnitude of any component of its value
 (YARPGen keeps value ranges the same way). A node whose bound exceeds ``LIMIT`` is squashed
 (``sin``, ``tanh``, ``clamp``, ``normalize``, masking ...) so any kernel stays finite and free
@@ -406,6 +410,12 @@ class Context:
     builder: Any = None  # the KernelBuilder readers create parameters on
     var_p: float = 0.55  # how often a leaf is a variable in scope (outputs raise it)
     prefer: frozenset[str] | None = None  # builtin names to favour
+    unread: set[str] = field(default_factory=set)  # locals declared and not read yet: leaves prefer them
+    unread_p: float = 0.75
+    census_floor: float = 6.0  # weight of a builtin real code never calls (keeps the long tail)
+    realistic: bool = False  # guards real code uses (``wp.max(d, eps)``, positive inputs) over ``abs(x) + 1``
+    positive: Any = None  # realistic mode: callable (ctx, t) -> a positive scalar Expr (a parameter, an input)
+    allowed: frozenset | None = None  # realistic mode: the value types builtins' arguments may take
 
     def variables(self, t: WType | None = None) -> list[Expr]:
         out = {}
@@ -417,11 +427,14 @@ class Context:
 def gen(ctx: Context, t: WType, depth: int = 0) -> Expr:
     """A random expression of type ``t`` whose bound is within the type's limit."""
     rng = ctx.rng
+    if t.kind == "bool":  # a test reads at least one variable: no branching on literals
+        e = leaf(ctx, t) if depth >= ctx.max_depth or rng.random() < ctx.leaf_p * (1 + depth) else _bool(ctx, depth)
+        return e if reads(e) else _bool(ctx, ctx.max_depth)
     if t.kind == "struct" or depth >= ctx.max_depth or rng.random() < ctx.leaf_p * (1 + depth):
         return leaf(ctx, t)
     roll = rng.random()
-    if t.kind == "bool":
-        return _bool(ctx, depth)
+    if ctx.realistic:  # mostly builtins and operators; few selects and casts
+        roll = rng.choices((0.0 if ctx.helpers else 0.5, 0.1, 0.2, 0.26, 0.5), (3, 3, 6, 8, 80))[0]
     if roll < 0.08 and ctx.helpers:
         helpers = [h for h in ctx.helpers if h[2] == t]
         if helpers:
@@ -438,7 +451,33 @@ def gen(ctx: Context, t: WType, depth: int = 0) -> Expr:
     if sig is None:
         return leaf(ctx, t)
     args = [gen(ctx, a, depth + 1) for a in sig.args]
+    if ctx.realistic:
+        return fit(rng, realistic_apply(ctx, sig, args))
     return fit(rng, apply(rng, sig, args))
+
+
+def realistic_apply(ctx: Context, sig: Sig, args: list[Expr]) -> Expr:
+    """``apply`` with the guards real code writes: divide by something positive (an input whose
+    range is positive, or ``wp.max(d, eps)``), ``sqrt`` of ``wp.max(x, 0.0)``."""
+    rng, name, t0 = ctx.rng, sig.name, sig.args[0]
+    a = list(args)
+    if name in ("div", "mod", "floordiv") and a[1].type.kind in ("float", "int"):
+        b = ctx.positive(ctx, a[1].type) if ctx.positive is not None and rng.random() < 0.6 else None
+        if b is None:
+            low = 1 if a[1].type.kind == "int" else rng.choice((1.0e-3, 0.01, 0.1, 0.5))
+            b = call("max", [a[1], const(a[1].type, low)], a[1].type, bound=a[1].bound)
+            out = binop(name, a[0], b, sig.ret)
+            out.bound = a[0].bound / low + 1.0 if name == "div" else a[0].bound + 1.0
+            return out
+        out = binop(name, a[0], b, sig.ret)
+        out.bound = a[0].bound * 10.0 + 1.0  # positive inputs are at least 0.1
+        return out
+    if name == "sqrt":
+        return call("sqrt", [call("max", [a[0], const(t0, 0.0)], t0, bound=a[0].bound)], t0)
+    for _ in range(3):  # x - x, x * x: say something
+        if len(a) == 2 and a[0].text == a[1].text and name in OPERATORS:
+            a[1] = leaf(ctx, a[1].type) if rng.random() < 0.5 else lit(rng, a[1].type, 0.1, 2.0)
+    return apply(rng, sig, a)
 
 
 def helper_call(ctx: Context, helper: tuple, depth: int = 0) -> Expr:
@@ -448,23 +487,56 @@ def helper_call(ctx: Context, helper: tuple, depth: int = 0) -> Expr:
     return Expr(f"{name}({', '.join(a.text for a in args)})", ret, bound, "helper", name, tuple(args))
 
 
+# how often real code reaches a builtin through an operator (the census counts ``wp.NAME(...)`` calls only)
+OPERATOR_WEIGHTS = {"add": 160.0, "sub": 120.0, "mul": 200.0, "div": 60.0, "mod": 12.0, "floordiv": 6.0,
+                    "neg": 20.0, "bit_and": 4.0, "bit_or": 3.0, "bit_xor": 2.0, "lshift": 2.0, "rshift": 2.0,
+                    "invert": 1.0}
+
+
+@functools.cache
+def census_counts() -> dict[str, float]:
+    """``wp.NAME(...)`` call counts of real Warp code (the committed census); empty if there is none."""
+    try:
+        from jit.code.synthesis.census import load_census
+        return {k: float(v) for k, v in load_census().get("builtins", {}).items()}
+    except (ImportError, OSError, ValueError):
+        return {}
+
+
+def name_weights(names: list[str], floor: float) -> list[float]:
+    """Draw weights of builtin ``names``: their census counts, at least ``floor``."""
+    counts = census_counts()
+    return [max(floor, OPERATOR_WEIGHTS.get(n, counts.get(n, 0.0))) for n in names]
+
+
 def pick_signature(ctx: Context, t: WType) -> Sig | None:
     sigs = signatures().get(t, ())
     if not sigs:
         return None
+    if ctx.allowed is not None:  # calls over the kernel's own types, not literals of others
+        sigs = tuple(s for s in sigs if all(a in ctx.allowed for a in s.args)) or sigs
     names = sorted({s.name for s in sigs})
     if ctx.prefer and ctx.rng.random() < 0.6:
         preferred = [n for n in names if n in ctx.prefer]
         names = preferred or names
-    name = ctx.rng.choice(names)  # uniform over names first: coverage over frequency
+    # as often as real code calls them, with a floor so the rarely used ones still appear
+    name = ctx.rng.choices(names, name_weights(names, ctx.census_floor))[0]
     return ctx.rng.choice([s for s in sigs if s.name == name])
 
 
 def _bool(ctx: Context, depth: int) -> Expr:
+    """A test that reads at least one variable (a test of literals only says nothing)."""
+    e = _any_bool(ctx, depth)
+    if reads(e):
+        return e
+    return compare(ctx.rng.choice(("<", ">", "<=", ">=")), anchor(ctx, T.FLOAT32), lit(ctx.rng, T.FLOAT32))
+
+
+def _any_bool(ctx: Context, depth: int) -> Expr:
     rng = ctx.rng
     roll = rng.random()
-    if depth >= ctx.max_depth or roll < 0.55:
-        t = rng.choice((T.FLOAT32, T.INT32, T.FLOAT32, T.FLOAT64))
+    if depth >= ctx.max_depth or roll < 0.55 or (ctx.realistic and roll < 0.9):
+        t = rng.choice((T.FLOAT32, T.INT32, T.FLOAT32) if ctx.realistic else (T.FLOAT32, T.INT32, T.FLOAT32, T.FLOAT64))
         a, b = gen(ctx, t, depth + 1), gen(ctx, t, depth + 1)
         if a.text == b.text:  # x < x says nothing
             b = lit(rng, t)
@@ -487,7 +559,8 @@ def _scalar_from(ctx: Context, t: WType, depth: int) -> Expr:
             if t.kind == "uint" and src_t.kind != "uint":
                 src = call("abs", [src], src_t)
             return cast(t, src)
-    bigger = [b for b in T.VALUE_TYPES if not b.is_scalar and b.scalar == t.scalar and b.kind != "transform"]
+    bigger = [b for b in T.VALUE_TYPES if not b.is_scalar and b.scalar == t.scalar and b.kind != "transform"
+              and (ctx.allowed is None or b in ctx.allowed)]
     if not bigger:
         return leaf(ctx, t)
     b = rng.choice(bigger)
@@ -510,7 +583,7 @@ def leaf(ctx: Context, t: WType) -> Expr:
     if roll < ctx.var_p:
         vs = ctx.variables(t)
         if vs:
-            return rng.choice(vs)
+            return pick_variable(ctx, vs)
     if roll < max(0.85, ctx.var_p + 0.1) and ctx.readers:
         for reader in rng.sample(ctx.readers, len(ctx.readers)):
             e = reader(ctx, t)
@@ -518,4 +591,58 @@ def leaf(ctx: Context, t: WType) -> Expr:
                 return e
     if t.kind == "bool":
         return compare(rng.choice(("<", ">")), leaf(ctx, T.FLOAT32), lit(rng, T.FLOAT32))
+    if ctx.realistic and t.kind in ("mat", "smat") and t.shape[0] == t.shape[1]:
+        return identity(t)
+    if ctx.realistic and t.kind == "vec" and rng.random() < 0.6:
+        return ctor(t, [lit(rng, T.component_type(t), -1.0, 1.0)])
     return lit(rng, t)
+
+
+def pick_variable(ctx: Context, vs: list[Expr]) -> Expr:
+    """One of ``vs``, preferring values nothing has read yet (so computed values flow on)."""
+    fresh = [v for v in vs if v.name in ctx.unread]
+    v = ctx.rng.choice(fresh if fresh and ctx.rng.random() < ctx.unread_p else vs)
+    ctx.unread.discard(v.name)
+    return v
+
+
+def reads(e: Expr) -> bool:
+    """True if ``e`` reads a variable or an array (not only literals)."""
+    if e.op in ("var", "arr", "helper", "attr") or (e.op == "raw" and any(ch.isalpha() for ch in e.text)):
+        return True
+    return any(reads(a) for a in e.args if isinstance(a, Expr))
+
+
+def anchor(ctx: Context, t: WType) -> Expr:
+    """An expression of scalar type ``t`` that reads a variable: one in scope, an input, or a
+    conversion of another scalar (or of a vector's component)."""
+    rng = ctx.rng
+    vs = ctx.variables(t)
+    if vs:
+        return pick_variable(ctx, vs)
+    for reader in rng.sample(ctx.readers, len(ctx.readers)):
+        e = reader(ctx, t)
+        if e is not None:
+            return e
+    scalars = [v for v in ctx.variables() if v.type.kind in ("int", "float", "uint")]
+    if scalars:
+        return cast(t, pick_variable(ctx, scalars))
+    vectors = [v for v in ctx.variables() if v.type.kind in ("vec", "quat", "spatial") and v.type.scalar == t.scalar]
+    if vectors:
+        return index(pick_variable(ctx, vectors), (0,), t)
+    return lit(rng, t)  # nothing to read at all (a helper on structs only)
+
+
+def reading(ctx: Context, t: WType, depth: int = 0) -> Expr:
+    """``gen`` of type ``t`` that reads at least one variable (outputs are never bare literals)."""
+    e = gen(ctx, t, depth)
+    if reads(e) or t.kind == "struct":
+        return e
+    vs = ctx.variables(t)
+    if vs:
+        return pick_variable(ctx, vs)
+    if t.is_scalar:
+        return anchor(ctx, t)
+    if t.kind in ("vec",) and t.scalar in ("float32", "float64", "int32"):
+        return fit(ctx.rng, binop("add", e, ctor(t, [anchor(ctx, T.SCALARS[t.scalar])]), t))
+    return e

@@ -64,9 +64,10 @@ def decomposition(kb: KernelBuilder, depth: int) -> list:
     m = E.fit(rng, E.gen(kb.ctx, mt), 100.0)
     if kind == "eig3":  # symmetric input: m + m^T
         m = E.binop("add", m, E.call("transpose", [m], mt), mt)
-    src = kb.fresh("m")
+    src = kb.names.take("A", "m", "mat", "M")
     outs = {"svd3": (mt, vt, mt), "svd2": (mt, vt, mt), "qr3": (mt, mt), "eig3": (mt, vt)}[kind]
-    names = [kb.fresh("d") for _ in outs]
+    words = {"svd3": ("U", "sigma", "V"), "svd2": ("U", "sigma", "V"), "qr3": ("Q", "R"), "eig3": ("evecs", "evals")}[kind]
+    names = [kb.names.take(w, spread=1) for w in words]
     stmts = [Assign(src, m)]
     stmts += [Assign(nm, E.zero(t)) for nm, t in zip(names, outs)]
     stmts.append(Line(f"wp.{kind}({src}, {', '.join(names)})"))

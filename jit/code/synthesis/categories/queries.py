@@ -12,6 +12,7 @@ from __future__ import annotations
 from jit.code.synthesis import expr as E
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories import register
+from jit.code.synthesis.names import HANDLES
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Profile
 from jit.code.synthesis.types import WType
 
@@ -21,13 +22,12 @@ NEEDS = {"mesh": "a wp.Mesh", "bvh": "a wp.Bvh", "grid": "a wp.HashGrid (built o
 
 
 def handle(kb: KernelBuilder, kind: str) -> str:
-    for p in kb.params:
-        if p.kind == "handle" and p.name.startswith(kind):
-            return p.name
-    p = kb.param("handle", UINT64, "in", ndim=0, value_range=(0.0, 0.0))
-    p.name = f"{kind}{p.name[1:]}"
-    kb.meta["needs"].add(kind)
-    return p.name
+    handles = kb.meta.setdefault("handles", {})
+    if kind not in handles:
+        handles[kind] = kb.param("handle", UINT64, "in", ndim=0, value_range=(0.0, 0.0),
+                                 name=kb.names.take(*HANDLES[kind], spread=1)).name
+        kb.meta["needs"].add(kind)
+    return handles[kind]
 
 
 def point(kb: KernelBuilder, bound: float = 10.0) -> str:
@@ -117,13 +117,14 @@ def grid_neighbours(kb: KernelBuilder, depth: int) -> list:
     q, idx, acc = kb.fresh("nb"), kb.fresh("j"), kb.fresh("acc")
     tid = kb.tids[0]
     me = kb.fresh("pid")
+    d = kb.names.take("d", "delta", "rel_pos")
     lines = [f"{me} = wp.hash_grid_point_id({grid}, {tid})" if rng.random() < 0.5 else f"{me} = {tid}",
              f"{acc} = wp.vec3f(0.0)",
              f"{q} = wp.hash_grid_query({grid}, {pts.name}[{me}], {E.lit(rng, T.FLOAT32, 0.1, 1.0).text})",
              f"{idx} = int(0)",
              f"while wp.hash_grid_query_next({q}, {idx}):",
-             f"{INDENT}d = {pts.name}[{idx}] - {pts.name}[{me}]",
-             f"{INDENT}{acc} += d * {rng.choice(('wp.length(d)', '1.0', 'wp.exp(-wp.length_sq(d))'))}"]
+             f"{INDENT}{d} = {pts.name}[{idx}] - {pts.name}[{me}]",
+             f"{INDENT}{acc} += {d} * {rng.choice((f'wp.length({d})', '1.0', f'wp.exp(-wp.length_sq({d}))'))}"]
     result(kb, acc, T.VEC3F, 1.0e6)
     return [Line("\n".join(lines))]
 
@@ -169,6 +170,7 @@ def geometry(rng, name, suffix, complexity):
     kb.body += kb.block(kb.budget, 0, new_scope=False)
     kb.body += kb.write_outputs()
     needs = sorted(kb.meta.pop("needs"))
+    kb.meta.pop("handles", None)
     kb.meta["needs_runtime_objects"] = True
     kb.meta["reason"] = "needs " + ", ".join(NEEDS[n] for n in needs)
     return kb

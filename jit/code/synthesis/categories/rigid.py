@@ -40,11 +40,11 @@ def axis_angle(kb: KernelBuilder, depth: int) -> list:
 
 def identities(kb: KernelBuilder, depth: int) -> list:
     """Locals started from Warp's identity constructors."""
-    name = kb.fresh("v")
     if kb.rng.random() < 0.5:
         value = E.Expr("wp.quat_identity(dtype=wp.float32)", T.QUATF, 1.0, "call", "quat_identity")
     else:
         value = E.Expr("wp.transform_identity(dtype=wp.float32)", T.TRANSFORMF, 1.0, "call", "transform_identity")
+    name = kb.name_for(value)
     kb.declare(name, value)
     return [Assign(name, value)]
 

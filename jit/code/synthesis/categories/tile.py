@@ -18,6 +18,8 @@ from jit.code.synthesis import types as T
 from jit.code.synthesis.categories import register
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Profile
 
+TILE_NAMES = ("tile", "block", "vals", "rows", "data", "chunk", "lanes", "scan", "part", "buf", "cols", "w_tile")
+REDUCED_NAMES = ("total", "block_sum", "peak", "reduced", "partial")
 SAFE_UNARY = ("sin", "cos", "tanh", "abs", "floor", "ceil", "sign", "erf", "atan")
 BINARY = ("add", "sub", "mul", "min", "max")
 
@@ -43,7 +45,7 @@ class TileProgram:
         self.helper: str | None = None
 
     def emit(self, text: str, shape: tuple[int, ...], bound: float, prefix: str = "t") -> Tile:
-        name = self.kb.fresh(prefix)
+        name = self.kb.names.take(*(TILE_NAMES if prefix == "t" else REDUCED_NAMES))
         self.stmts.append(Line(f"{name} = {text}"))
         tile = Tile(name, shape, bound)
         self.tiles.append(tile)
@@ -176,7 +178,7 @@ def tile(rng, name, suffix, complexity):
         stmts.append(Line(f"wp.tile_atomic_add({tot.name}, {s.name})"))
     if rng.random() < 0.3 and prog.tiles:
         t = rng.choice([t for t in prog.tiles if len(t.shape) == 1 and t.shape[0] > 1] or [final])
-        name_e = kb.fresh("e")
+        name_e = kb.names.take("first", "elem", "entry", "lane_val")
         stmts.append(Line(f"{name_e} = wp.tile_extract({t.name}, {rng.randrange(t.shape[0])})"))
         out3 = kb.param("array", T.FLOAT32, "out", ndim=1, shape=(kb.dims[0],))
         stmts.append(Line(f"{out3.name}[{kb.tids[0]}] = wp.tanh({name_e})"))
