@@ -135,6 +135,8 @@ def _tree_digest(folder) -> str:
     (["--device", "tpu"], "invalid choice"),
     (["--categories", "arithmetic,nonsense"], "unknown category nonsense"),
     (["--arch", "sm90"], "--arch takes"),
+    (["--near-dup-threshold", "1.5"], "--near-dup-threshold must be in [0, 1]"),
+    (["--near-dup-threshold", "high"], "--near-dup-threshold takes a number"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, argv, message):
     out = tmp_path / "never"

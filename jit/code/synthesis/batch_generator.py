@@ -2,11 +2,12 @@
 
 A run of ``count`` pairs is cut into parts of at most ``shard_size`` slots (``plan``); a part
 owns a fixed index range and each slot ``i`` holds kernel ``generate(seed, i, attempt=a)`` for the
-first attempt that builds, passes validation and is not a duplicate within the part. Parts are
-independent, so any number of workers (or machines) give the same parts. Merging the parts in
-order and keeping the first copy of every id gives the same records, in the same order, for
-any worker count; if duplicates across parts leave fewer than ``count`` records, further parts
-(next index ranges) are run until there are enough.
+first attempt that builds, passes validation and is neither a duplicate nor a near-duplicate
+(``dedup``) of a kernel kept earlier in the part. Parts are independent, so any number of workers
+(or machines) give the same parts. Merging the parts in order (``Merge``), keeping the first copy
+of every id and dropping records that nearly duplicate an earlier kept one, gives the same
+records, in the same order, for any worker count; if duplicates across parts leave fewer than
+``count`` records, further parts (next index ranges) are run until there are enough.
 
 Inside a part, slots are processed in batches: the batch's sources are defined in one Warp
 module, built once for both devices (Warp's ``ModuleBuilder``), cut into per-kernel code, and
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.synthesis import writers
+from jit.code.synthesis import dedup, writers
 from jit.code.synthesis.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
@@ -47,6 +48,7 @@ class RunSpec:
     archs: tuple[int, ...] = (wb.DEFAULT_CUDA_ARCH,)
     emit_ptx: bool = False
     fmt: str = "jsonl"
+    near_dup_threshold: float = dedup.DEFAULT_THRESHOLD  # 0: keep near-duplicates
 
     def identity(self) -> dict:
         """What must match for --resume to continue a run."""
@@ -55,8 +57,12 @@ class RunSpec:
             "sources": list(self.sources or []),
             "complexity": self.complexity, "shard_size": self.shard_size, "backward": self.backward,
             "validate": self.validate, "archs": list(self.archs), "emit_ptx": self.emit_ptx,
-            "count": self.count, "format": self.fmt,
+            "count": self.count, "format": self.fmt, "near_dup_threshold": self.near_dup_threshold,
         }
+
+    def near_duplicates(self) -> dedup.NearDuplicates | None:
+        """A new, empty near-duplicate index at this run's threshold (None when switched off)."""
+        return dedup.NearDuplicates(self.near_dup_threshold) if self.near_dup_threshold else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,7 @@ class Slot:
     attempt: int = 0
     spec: object = None
     cid: str = ""
+    sig: object = None  # MinHash signature of the source (near-duplicate control on)
 
 
 @dataclass(slots=True)
@@ -254,13 +261,14 @@ def run_part(run: RunSpec, part: Part, progress=None) -> PartStats:
 
 
 class _PartState:
-    """What a part has so far: records by slot, ids seen, rejects."""
+    """What a part has so far: records by slot, ids and signatures of kept kernels, rejects."""
 
     def __init__(self, run: RunSpec, part: Part, progress):
         self.run, self.part, self.progress = run, part, progress
         self.stats = PartStats(part.number, part.start, part.stop)
         self.done = writers.PartWriter(run.out, part.number)
         self.seen: set[str] = set()
+        self.near = run.near_duplicates()
         self.batches = 0
 
     def process(self, group: list[Slot], block_dim: int | None) -> list[Slot]:
@@ -271,6 +279,9 @@ class _PartState:
             cid = slot.cid = content_id(slot.spec.source)
             if cid in self.seen or cid in batch_ids:
                 stats.rejects["duplicate"] += 1
+                retry.append(slot)
+            elif self._near_duplicate(slot):
+                stats.rejects["near-duplicate"] += 1
                 retry.append(slot)
             else:
                 batch_ids.add(cid)
@@ -293,9 +304,12 @@ class _PartState:
             stats.rejects[reason] += 1
             records.pop(name, None)
             retry.append(by_name[name])
+            if self.near is not None:  # it was held as kept while its batch was checked
+                self.near.remove(by_name[name].cid)
         for name, rec in records.items():
             self.seen.add(rec.id)
-            self.done.add(by_name[name].index, rec.to_dict())
+            slot = by_name[name]
+            self.done.add(slot.index, rec.to_dict(), None if slot.sig is None else slot.sig.hashvalues)
         again = []
         for slot in retry:
             slot.attempt += 1
@@ -306,6 +320,17 @@ class _PartState:
         if self.progress is not None:
             self.progress.put((len(records), len(retry)))
         return again
+
+    def _near_duplicate(self, slot: Slot) -> bool:
+        """Is the slot's kernel near one kept in the part or earlier in its batch? If not, it is
+        held as kept (like ``batch_ids``) until its build and validation say otherwise."""
+        if self.near is None:
+            return False
+        slot.sig = dedup.signature(slot.spec.source)
+        if self.near.find(slot.sig) is not None:
+            return True
+        self.near.add(slot.cid, slot.sig)
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,27 +405,54 @@ def _drain(queue, fn) -> None:
             return
 
 
-def unique_ids(out: str, parts: list[Part]) -> tuple[int, int]:
-    """(unique records, duplicates) over the parts, in order."""
-    seen: set[str] = set()
-    dups = 0
-    for part in parts:
-        for record in writers.read_part(out, part.number):
-            if record["id"] in seen:
-                dups += 1
-            else:
-                seen.add(record["id"])
-    return len(seen), dups
+class Merge:
+    """The parts of a run, in order, without duplicates across parts.
 
+    A record is dropped when an earlier record has its id (``duplicates``) or when it nearly
+    duplicates an earlier kept record (``near_duplicates``); parts are read in part order, so
+    the kept records depend on the parts only. Signatures come from the parts' signature files
+    (written by the workers) when present.
+    """
 
-def merged(out: str, count: int, parts: list[Part]) -> Iterator[dict]:
-    """First ``count`` records of the parts in order, keeping the first copy of each id."""
-    seen: set[str] = set()
-    for part in parts:
-        for record in writers.read_part(out, part.number):
-            if record["id"] in seen:
+    def __init__(self, run: RunSpec):
+        self.out = run.out
+        self.near = run.near_duplicates()
+        self.parts: list[Part] = []
+        self.seen: set[str] = set()
+        self.kept: set[str] = set()
+        self.duplicates = self.near_duplicates = 0
+
+    def update(self, parts: list[Part]) -> int:
+        """Read the parts of ``parts`` not read yet (it extends the last list given); returns the kept count."""
+        assert parts[:len(self.parts)] == self.parts, "parts only grow at the end"
+        for part in parts[len(self.parts):]:
+            self._read(part)
+            self.parts.append(part)
+        return len(self.kept)
+
+    def _read(self, part: Part) -> None:
+        sigs = writers.read_signatures(self.out, part.number) if self.near is not None else None
+        for row, record in enumerate(writers.read_part(self.out, part.number)):
+            cid = record["id"]
+            if cid in self.seen:
+                self.duplicates += 1
                 continue
-            seen.add(record["id"])
-            yield record
-            if len(seen) == count:
-                return
+            self.seen.add(cid)
+            if self.near is not None:
+                sig = dedup.signature(record["python_source"]) if sigs is None else dedup.from_hashvalues(sigs[row])
+                if self.near.find(sig) is not None:
+                    self.near_duplicates += 1
+                    continue
+                self.near.add(cid, sig)
+            self.kept.add(cid)
+
+    def records(self, count: int) -> Iterator[dict]:
+        """The first ``count`` kept records, in part order."""
+        written: set[str] = set()
+        for part in self.parts:
+            for record in writers.read_part(self.out, part.number):
+                if record["id"] in self.kept and record["id"] not in written:
+                    written.add(record["id"])
+                    yield record
+                    if len(written) == count:
+                        return

@@ -2,12 +2,15 @@
 
 Writes DIR/data/train-NNNNN-of-NNNNN.jsonl (or .parquet), DIR/stats.json and a dataset card
 DIR/README.md that `datasets.load_dataset(DIR)` reads. The same command always gives the
-same records, whatever --workers; an interrupted run continues with --resume.
+same records, whatever --workers; an interrupted run continues with --resume. Duplicates are
+dropped, and so are near-duplicates: kernels whose normalised tokens nearly match an earlier kept
+kernel's (--near-dup-threshold).
 
 examples:
   jit-synth generate --count 1000 --output out/ds
   python jit/code/synthesis/pipeline.py --count 200 --device cuda --output out/cuda --validate none
   jit-synth generate --count 100000 --output out/big --workers 8 --resume
+  jit-synth generate --count 1000 --output out/ds --near-dup-threshold 0.8
 """
 
 from __future__ import annotations
@@ -39,6 +42,19 @@ def _positive(name):
     return parse
 
 
+def _threshold(text: str) -> float:
+    """--near-dup-threshold: a Jaccard similarity in [0, 1]; 0 or "off" switches the control off."""
+    if text.strip().lower() == "off":
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--near-dup-threshold takes a number in [0, 1] or off, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"--near-dup-threshold must be in [0, 1] (0 or off: no control), got {value:g}")
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count", type=_positive("--count"), default=100, help="unique pairs to produce (default 100)")
     p.add_argument("--device", choices=sorted(DEVICE_CHOICES), default="both", help="code to extract (default both)")
@@ -64,6 +80,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--validate", choices=("none", "compile", "execute"), default="compile",
                    help="none: codegen only; compile: compile every pair for CPU (clang) and CUDA (NVRTC, "
                         "no GPU needed); execute: also run on the CPU and check gradients (default compile)")
+    p.add_argument("--near-dup-threshold", type=_threshold, default=0.9, metavar="J",
+                   help="drop a kernel when the Jaccard similarity of its normalised-token 4-gram set with an earlier "
+                        "kept kernel's is J or more (MinHash estimate); 0 or off keeps near-duplicates (exact "
+                        "duplicates are always dropped) (default 0.9)")
     p.add_argument("--arch", default="90", help="CUDA arch(s) for NVRTC, comma-separated (default 90)")
     p.add_argument("--emit-ptx", action="store_true", help="add the PTX of each kernel (field cuda_ptx)")
     p.add_argument("--no-backward", action="store_true", help="skip backward (adjoint) code")
@@ -143,7 +163,7 @@ def make_spec(args):
         out=os.path.abspath(args.output), count=args.count, seed=args.seed, devices=devices,
         categories=categories, sources=sources, complexity=args.complexity, shard_size=args.shard_size,
         backward=not args.no_backward, validate=args.validate, archs=_archs(args.arch),
-        emit_ptx=args.emit_ptx, fmt=args.format,
+        emit_ptx=args.emit_ptx, fmt=args.format, near_dup_threshold=args.near_dup_threshold,
     )
 
 
@@ -233,6 +253,7 @@ def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "", 
     progress = Progress(spec.count, quiet)
     progress.update(sum(d["records"] for d in done.values()), 0)
     parts = bg.plan(spec.count, spec.shard_size)
+    merge = bg.Merge(spec)
     try:
         while True:
             todo = [p for p in parts if p.number not in done]
@@ -244,26 +265,26 @@ def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "", 
                 results = bg.run_parts(spec, todo, workers, progress.update)
             for result in results:
                 done[result["part"]] = result
-            unique, dups = bg.unique_ids(spec.out, parts)
+            unique = merge.update(parts)
             if unique >= spec.count:
                 break
             parts += bg.extend(parts, spec.count - unique, spec.shard_size)
     finally:
         progress.close()
-    writers.write_shards(spec.out, bg.merged(spec.out, spec.count, parts), spec.count, spec.shard_size, spec.fmt)
+    writers.write_shards(spec.out, merge.records(spec.count), spec.count, spec.shard_size, spec.fmt)
     writers.remove_scratch(spec.out)
     seconds = time.perf_counter() - t0
-    stats = summarise(spec, [done[p.number] for p in parts], dups, seconds, resumed, workers)
+    stats = summarise(spec, [done[p.number] for p in parts], merge, seconds, resumed, workers)
     writers.write_json(os.path.join(spec.out, "stats.json"), stats)
     writers.write_card(spec.out, stats, spec.fmt, command)
     return stats
 
 
-def summarise(spec, part_stats: list[dict], dups: int, seconds: float, resumed: list[int], workers: int) -> dict:
+def summarise(spec, part_stats: list[dict], merge, seconds: float, resumed: list[int], workers: int) -> dict:
     from collections import Counter
 
     from jit.code.extraction import warp_backend as wb
-    from jit.code.synthesis import writers
+    from jit.code.synthesis import dedup, writers
 
     per_category: Counter = Counter()
     lines = Counter()
@@ -283,8 +304,10 @@ def summarise(spec, part_stats: list[dict], dups: int, seconds: float, resumed: 
     rejects: Counter = Counter()
     for s in part_stats:
         rejects.update(s["rejects"])
-    if dups:
-        rejects["duplicate across parts"] += dups
+    if merge.duplicates:
+        rejects["duplicate across parts"] += merge.duplicates
+    if merge.near_duplicates:
+        rejects["near-duplicate across parts"] += merge.near_duplicates
     new_records = sum(s["records"] for s in part_stats if s["part"] not in resumed)
     return {
         "count": n,
@@ -292,6 +315,8 @@ def summarise(spec, part_stats: list[dict], dups: int, seconds: float, resumed: 
         "rejects": dict(sorted(rejects.items())),
         "mean_lines": {k: round(v / max(n, 1), 2) for k, v in sorted(lines.items())},
         "distinct_builtins": len(builtins),
+        "near_duplicates": {"threshold": spec.near_dup_threshold, "within_parts": rejects["near-duplicate"],
+                            "across_parts": merge.near_duplicates, "shingle": dedup.SHINGLE, "num_perm": dedup.NUM_PERM},
         "validation": dict(sorted(validation.items())),
         "pairs_per_second": round(new_records / seconds, 2) if seconds > 0 else None,
         "seconds": round(seconds, 2),

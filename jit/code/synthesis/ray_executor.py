@@ -4,7 +4,7 @@ Each ``Part`` becomes one task (1 CPU) that calls ``batch_generator.run_part`` o
 The task writes its part and completion marker straight into ``spec.out``, so the output folder
 must be on storage every node sees (NFS, a shared volume, a FUSE mount): the driver never
 carries records, only per-part stats. Parts are fixed index ranges and the final merge is done
-by the driver in part order (``batch_generator.merged``), so where a task ran does not change
+by the driver in part order (``batch_generator.Merge``), so where a task ran does not change
 the result.
 
 A task that raises or loses its worker or node is retried up to ``MAX_RETRIES`` times; a part

@@ -8,6 +8,7 @@ leaves a torn file under a final name. Layout of a finished dataset::
     DIR/README.md                          dataset card with a YAML ``configs:`` block
     DIR/.jit-synth/run.json                the run's parameters (for --resume)
     DIR/.jit-synth/parts/part-00003.jsonl  a finished work part (+ part-00003.done.json)
+    DIR/.jit-synth/parts/part-00003.minhash.npy  its records' MinHash signatures, row by row
 
 What it leaves out: deciding what goes into a part (``batch_generator``).
 """
@@ -20,6 +21,8 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+import numpy as np
 
 from jit.code.synthesis.records import FIELDS
 
@@ -59,13 +62,18 @@ def done_path(out: str, part: int) -> str:
     return os.path.join(parts_dir(out), f"part-{part:05d}.done.json")
 
 
+def signatures_path(out: str, part: int) -> str:
+    return os.path.join(parts_dir(out), f"part-{part:05d}.minhash.npy")
+
+
 class PartWriter:
     """A part's records, kept on disk as they finish and written in slot order at the end.
 
     Records arrive out of slot order (retried slots finish later); holding them in memory
     would grow with the part, so each goes to a scratch file at once and ``finish`` copies
     them in order into the part file, then writes the completion marker (the marker is what
-    resume trusts).
+    resume trusts). Records' MinHash signatures, when given, are small and kept in memory; they
+    are written beside the part in the same order so the merge need not compute them again.
     """
 
     def __init__(self, out: str, part: int):
@@ -74,11 +82,14 @@ class PartWriter:
         self.scratch_path = f"{part_path(out, part)}.unsorted-{os.getpid()}"
         self.scratch = open(self.scratch_path, "w+b")
         self.where: dict[int, tuple[int, int]] = {}  # slot index -> (offset, length)
+        self.signatures: dict[int, np.ndarray] = {}  # slot index -> MinHash hash values
 
     def __len__(self) -> int:
         return len(self.where)
 
-    def add(self, index: int, record: dict) -> None:
+    def add(self, index: int, record: dict, signature: np.ndarray | None = None) -> None:
+        if signature is not None:
+            self.signatures[index] = signature
         data = (dumps(record) + "\n").encode("utf-8")
         self.scratch.seek(0, os.SEEK_END)
         self.where[index] = (self.scratch.tell(), len(data))
@@ -97,7 +108,22 @@ class PartWriter:
         os.replace(tmp, path)
         self.scratch.close()
         os.remove(self.scratch_path)
+        if self.signatures:
+            write_signatures(signatures_path(self.out, self.part), [self.signatures[i] for i in sorted(self.where)])
         write_json(done_path(self.out, self.part), stats)
+
+
+def write_signatures(path: str, rows: list[np.ndarray]) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:  # a file object: np.save would add ".npy" to a name
+        np.save(f, np.stack(rows))
+    os.replace(tmp, path)
+
+
+def read_signatures(out: str, part: int) -> np.ndarray | None:
+    """A finished part's signatures, one row per record in part order (None if it has none)."""
+    path = signatures_path(out, part)
+    return np.load(path) if os.path.exists(path) else None
 
 
 def remove_scratch(out: str) -> None:
@@ -226,6 +252,17 @@ def read_dataset(out: str) -> Iterator[dict]:
 # dataset card
 
 
+def _near_duplicates_note(near: dict | None) -> str:
+    if near is None:
+        return ""
+    if not near["threshold"]:
+        return "\nNear-duplicate control was off: only exact duplicates were removed.\n"
+    return (f"\nNear-duplicates were removed: a kernel whose normalised-token {near['shingle']}-gram set has a "
+            f"Jaccard similarity of {near['threshold']} or more with an earlier kept kernel's (MinHash estimate, "
+            f"{near['num_perm']} permutations) was dropped, {near['within_parts']} while generating and "
+            f"{near['across_parts']} when merging (see `stats.json`).\n")
+
+
 def write_card(out: str, stats: dict, fmt: str, command: str) -> None:
     cats = "\n".join(f"| {c} | {n} |" for c, n in sorted(stats.get("per_category", {}).items()))
     fields = ", ".join(f"`{f}`" for f in FIELDS)
@@ -255,7 +292,7 @@ Made by `jit-synth` with:
     {command}
 
 {stats.get("count", 0)} records in `data/`. Load with `datasets.load_dataset("path/to/this/folder")`.
-
+{_near_duplicates_note(stats.get("near_duplicates"))}
 ## Fields
 
 {fields}; optional `io` (an input/output example of a CPU run) and `cuda_ptx`.
