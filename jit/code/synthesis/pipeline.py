@@ -284,17 +284,21 @@ def summarise(spec, part_stats: list[dict], merge, seconds: float, resumed: list
     from collections import Counter
 
     from jit.code.extraction import warp_backend as wb
-    from jit.code.synthesis import dedup, writers
+    from jit.code.synthesis import dedup, realism, writers
+    from jit.code.synthesis.generator import GENERATOR_VERSION
 
     per_category: Counter = Counter()
+    per_source: Counter = Counter()
     lines = Counter()
     builtins: set[str] = set()
     n = 0
     validation: Counter = Counter()
-    for record in writers.read_dataset(spec.out):
+    sample = realism.Sampler()
+    for record in sample.watch(writers.read_dataset(spec.out)):
         n += 1
         per_category[record["category"]] += 1
         meta = record.get("metadata", {})
+        per_source[meta.get("source", "random")] += 1
         lines["python"] += meta.get("python_lines", 0)
         for d in spec.devices:
             lines[f"{d}_forward"] += meta.get(f"{d}_forward_lines", 0)
@@ -311,18 +315,21 @@ def summarise(spec, part_stats: list[dict], merge, seconds: float, resumed: list
     new_records = sum(s["records"] for s in part_stats if s["part"] not in resumed)
     return {
         "count": n,
+        "per_source": dict(sorted(per_source.items())),
         "per_category": dict(sorted(per_category.items())),
         "rejects": dict(sorted(rejects.items())),
         "mean_lines": {k: round(v / max(n, 1), 2) for k, v in sorted(lines.items())},
         "distinct_builtins": len(builtins),
         "near_duplicates": {"threshold": spec.near_dup_threshold, "within_parts": rejects["near-duplicate"],
                             "across_parts": merge.near_duplicates, "shingle": dedup.SHINGLE, "num_perm": dedup.NUM_PERM},
+        "realism": sample.figures(),
         "validation": dict(sorted(validation.items())),
         "pairs_per_second": round(new_records / seconds, 2) if seconds > 0 else None,
         "seconds": round(seconds, 2),
         "workers": workers,
         "resumed_parts": len(resumed),
         "warp_version": wb.warp_version(),
+        "generator_version": GENERATOR_VERSION,
         "seed": spec.seed,
         "devices": list(spec.devices),
         "validate": spec.validate,

@@ -263,8 +263,23 @@ def _near_duplicates_note(near: dict | None) -> str:
             f"{near['across_parts']} when merging (see `stats.json`).\n")
 
 
+def _sources_table(per_source: dict, count: int) -> str:
+    from jit.code.synthesis.categories import SOURCES
+
+    rows = [f"| {name} | {share:.0%} | {per_source.get(name, 0)} | {per_source.get(name, 0) / max(count, 1):.0%} |"
+            for name, (share, _) in SOURCES.items()]
+    rows += [f"| {name} | - | {n} | {n / max(count, 1):.0%} |" for name, n in sorted(per_source.items()) if name not in SOURCES]
+    return "\n".join(rows)
+
+
+def _realism_table(figures: dict) -> str:
+    rows = [f"| {name.replace('_', ' ')} | {value} |" for name, value in figures.items() if isinstance(value, (int, float))]
+    return "| figure | value |\n|---|---|\n" + "\n".join(rows) if rows else "(not measured)"
+
+
 def write_card(out: str, stats: dict, fmt: str, command: str) -> None:
     cats = "\n".join(f"| {c} | {n} |" for c, n in sorted(stats.get("per_category", {}).items()))
+    sources = _sources_table(stats.get("per_source", {}), stats.get("count", 0))
     fields = ", ".join(f"`{f}`" for f in FIELDS)
     card = f"""---
 configs:
@@ -298,6 +313,22 @@ Made by `jit-synth` with:
 {fields}; optional `io` (an input/output example of a CPU run) and `cuda_ptx`.
 `metadata` holds the seed and index that regenerate the kernel, the Warp version, options,
 builtins used and line counts; `validation` says how each side was checked.
+
+## Sources
+
+Every kernel comes from one source; the default mix draws a source by its share, then one of
+its categories (`jit-synth generate --list-categories`).
+
+| source | share of the default mix | records | share here |
+|---|---|---|---|
+{sources}
+
+## Realism
+
+Measured against the kernels of Warp's own examples and tests (the half the generator never
+reads): see `jit/benchmarks/realism.py` for the definitions.
+
+{_realism_table(stats.get("realism") or {})}
 
 ## Categories
 
