@@ -148,3 +148,21 @@ out[i] = x
 """)
     body = _body(dataflow.eliminate(src))
     assert body[2].startswith("for _ in range(3):") and body[3].startswith("for k in range(2):")
+
+
+def test_a_value_overwritten_before_any_read_is_removed_and_other_paths_keep_theirs():
+    source = """def k(a: wp.array(dtype=float), b: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    x = a[i]
+    x = b[i] * 2.0
+    y = a[i]
+    if x > 0.0:
+        y = b[i]
+    z = a[i]
+    z = z + 1.0
+    out[i] = x + y + z
+"""
+    body = ast.unparse(ast.parse(dataflow.eliminate(source)).body[0])
+    assert "x = a[i]" not in body and "x = b[i] * 2.0" in body  # overwritten unread
+    assert "y = a[i]" in body  # the branch may not run: kept
+    assert "z = a[i]" in body  # read by its own overwrite: kept

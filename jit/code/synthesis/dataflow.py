@@ -12,8 +12,8 @@ becomes ``wp.atomic_add(...)``). The result is re-rendered with ``ast.unparse``.
 
 A loop variable nothing reads is renamed ``_``.
 
-What it leaves out: liveness along paths (a value overwritten before it is read is kept as
-long as its name is read somewhere), and proving a loop terminates (generated loops are
+A value overwritten later in the same block before anything reads it goes too. What it leaves
+out: liveness along other paths (an overwrite inside a branch or a loop keeps the value), and proving a loop terminates (generated loops are
 bounded by construction).
 """
 
@@ -63,6 +63,7 @@ def prune(fn: ast.FunctionDef, impure: frozenset[str] = frozenset()) -> None:
     arrays = {a.arg for a in fn.args.args if a.annotation is not None and "array" in ast.unparse(a.annotation)}
     params = {a.arg for a in fn.args.args}
     ctx = _Facts(params, arrays | _views(fn.body, arrays), impure)
+    _drop_overwritten(fn.body, impure)
     while True:
         live = _live(fn.body, ctx)
         body, changed = _sweep(fn.body, live, ctx)
@@ -70,6 +71,39 @@ def prune(fn: ast.FunctionDef, impure: frozenset[str] = frozenset()) -> None:
         if not changed:
             break
     _unnamed_loops(fn.body, _loads(fn), inside=False)
+
+
+def _drop_overwritten(body: list[ast.stmt], impure: frozenset[str]) -> None:
+    """Remove ``x = e`` (``e`` without effect) from a block when the next statement of the same
+    block that mentions ``x`` assigns it again without reading it, and nothing in between can
+    leave the block (``return``, ``break``, ``continue``): the first value is never read."""
+    keep = []
+    for n, s in enumerate(body):
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner:
+                _drop_overwritten(inner, impure)
+        name = _simple_assign(s)
+        if name is None or has_effect(s.value, impure) or not _overwritten(name, body[n + 1:]):
+            keep.append(s)
+    body[:] = keep or [ast.Pass()]
+
+
+def _simple_assign(s: ast.stmt) -> str | None:
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+        return s.targets[0].id
+    return None
+
+
+def _overwritten(name: str, rest: list[ast.stmt]) -> bool:
+    for s in rest:
+        if any(isinstance(n, (ast.Return, ast.Break, ast.Continue)) for n in ast.walk(s)):
+            return False
+        mentioned = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s))
+        if not mentioned:
+            continue
+        return _simple_assign(s) == name and name not in _loads(s.value)
+    return False
 
 
 def _unnamed_loops(body: list[ast.stmt], loaded: set[str], inside: bool) -> None:
