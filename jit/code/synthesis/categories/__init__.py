@@ -46,4 +46,4 @@ def register(name: str, weight: float = 1.0, source: str = "random"):
 
 
 # each module registers its categories on import (order = registry order)
-from jit.code.synthesis.categories import basic, rigid, composite, memory, tile, random_noise, queries  # noqa: E402,F401
+from jit.code.synthesis.categories import basic, rigid, composite, memory, tile, random_noise, queries, realistic, patterns, patterns_grid, patterns_solid, patterns_geometry, mutants  # noqa: E402,F401
