@@ -128,6 +128,19 @@ def _generate(spec: RunSpec, slot: Slot):
                     sources=spec.sources or None)
 
 
+def warm_generator(run: RunSpec) -> None:
+    """Fill the generator's caches: builtin signatures, the census and, when mutants may be drawn,
+    the parsed reference kernels (seconds of work a forked worker then shares instead of repeating)."""
+    from jit.code.synthesis.generator import choosable
+    from jit.code.synthesis.categories import CATEGORIES
+
+    _generate(run, Slot(0))
+    if any(CATEGORIES[n].source == "mutants" for n in choosable(run.categories, run.sources)):
+        from jit.code.synthesis import mutate
+
+        mutate.seeds()  # parses the reference corpus
+
+
 def code_fields(irs: dict[str, KernelIR]) -> dict[str, str | None]:
     """Record code fields from per-device KernelIRs (None for a device not requested)."""
     out: dict[str, str | None] = {}
@@ -358,8 +371,8 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
         q = _LocalQueue(on_progress)
         return [run_part(run, p, q).to_dict() for p in parts]
     fork = "fork" in mp.get_all_start_methods()
-    if fork:  # build the generator's tables (builtin signatures) once, for every forked worker to share
-        _generate(run, Slot(parts[0].start))
+    if fork:  # build the generator's tables (builtin signatures, real seed kernels) once, for every forked worker
+        warm_generator(run)
     ctx = mp.get_context("fork" if fork else "spawn")
     queue = ctx.Queue()
     results = []
