@@ -43,6 +43,16 @@ class TileProgram:
         self.n = self.rng.choice((8, 16, 32))
         self.m, self.k = self.rng.choice((2, 4, 8)), self.rng.choice((2, 4, 8))
         self.helper: str | None = None
+        # one block working on whole arrays (no offsets), as many of Warp's own tile kernels do
+        self.whole = self.blocks == 1
+        self.storage = ', storage="shared"' if self.rng.random() < 0.15 else ""
+
+    def offset(self, rows: int, two_d: bool) -> str:
+        """The ``offset=`` argument of this block's part of an array ("" for a whole array)."""
+        if self.whole:
+            return ""
+        tid = self.kb.tids[0]
+        return f", offset=({tid} * {rows}, 0)" if two_d else f", offset={tid} * {rows}"  # an int shape takes an int offset
 
     def emit(self, text: str, shape: tuple[int, ...], bound: float, prefix: str = "t") -> Tile:
         name = self.kb.names.take(*(TILE_NAMES if prefix == "t" else REDUCED_NAMES))
@@ -70,9 +80,9 @@ class TileProgram:
         if roll < 0.5:
             if len(shape) == 1:
                 a = kb.param("array", T.FLOAT32, "in", ndim=1, shape=(self.blocks * shape[0],))
-                return self.emit(f"wp.tile_load({a.name}, shape=({dims},), offset=({kb.tids[0]} * {shape[0]},))", shape, 2.0)
+                return self.emit(f"wp.tile_load({a.name}, shape={shape[0]}{self.offset(shape[0], False)}{self.storage})", shape, 2.0)
             a = kb.param("array", T.FLOAT32, "in", ndim=2, shape=(self.blocks * shape[0], shape[1]))
-            return self.emit(f"wp.tile_load({a.name}, shape=({dims}), offset=({kb.tids[0]} * {shape[0]}, 0))", shape, 2.0)
+            return self.emit(f"wp.tile_load({a.name}, shape=({dims}){self.offset(shape[0], True)}{self.storage})", shape, 2.0)
         if roll < 0.65:
             return self.emit(f"wp.tile_{rng.choice(('zeros', 'ones'))}(shape=({dims}{',' if len(shape) == 1 else ''}), dtype=wp.float32)", shape, 1.0)
         if roll < 0.85 or len(shape) > 1:
@@ -147,7 +157,7 @@ def tile_helper(kb: KernelBuilder) -> str:
 def tile(rng, name, suffix, complexity):
     profile = Profile({T.FLOAT32: 1}, (T.FLOAT32,))
     kb = KernelBuilder(rng, name, suffix, profile, complexity)
-    kb.dims = [rng.randint(1, 4)]
+    kb.dims = [rng.choice((1, 1, 2, 3, 4))]
     kb.ctx.scope[0]["i"] = E.var("i", T.INT32, float(kb.dims[0]))
     kb.block_dim = rng.choice((32, 64, 128))
     kb.meta["differentiable"] = False
@@ -161,7 +171,7 @@ def tile(rng, name, suffix, complexity):
     # outputs: one stored tile, and sometimes a reduction added into a total
     final = prog.bounded([t for t in prog.tiles if t.shape == (prog.n,)][-1])  # the latest: it carries the transforms
     out = kb.param("array", T.FLOAT32, "out", ndim=1, shape=(prog.blocks * prog.n,))
-    stmts.append(Line(f"wp.tile_store({out.name}, {final.name}, offset=({kb.tids[0]} * {prog.n},))"))
+    stmts.append(Line(f"wp.tile_store({out.name}, {final.name}{prog.offset(prog.n, False)})"))
     if rng.random() < 0.6:
         r = prog.reduce()
         total = kb.param("array", T.FLOAT32, "inout", ndim=1, shape=(1,))
@@ -169,7 +179,7 @@ def tile(rng, name, suffix, complexity):
         stmts.append(Line(f"wp.tile_atomic_add({total.name}, {r.name})"))
     for t in [t for t in prog.tiles if t.shape[0] == prog.m and len(t.shape) == 2][:1]:
         out2 = kb.param("array", T.FLOAT32, "out", ndim=2, shape=(prog.blocks * t.shape[0], t.shape[1]))
-        stmts.append(Line(f"wp.tile_store({out2.name}, {prog.bounded(t).name}, offset=({kb.tids[0]} * {t.shape[0]}, 0))"))
+        stmts.append(Line(f"wp.tile_store({out2.name}, {prog.bounded(t).name}{prog.offset(t.shape[0], True)})"))
     if rng.random() < 0.3:  # a per-thread value folded through the block
         x = E.fit(rng, E.gen(kb.ctx, T.FLOAT32), 100.0)
         s = prog.emit(f"wp.tile_sum(wp.tile(wp.float32({x.text})))", (1,), 1e4, "r")
