@@ -26,9 +26,9 @@ class Category:
 
 # source -> (share of the default mix, what it is)
 SOURCES: dict[str, tuple[float, str]] = {
-    "realistic": (0.40, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
-    "patterns": (0.25, "skeletons of what simulation and graphics kernels do, randomised in their details"),
-    "mutants": (0.20, "type-correct mutations of real kernels from Warp's own examples and tests"),
+    "realistic": (0.30, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
+    "patterns": (0.20, "skeletons of what simulation and graphics kernels do, randomised in their details"),
+    "mutants": (0.35, "type-correct mutations of real kernels from Warp's own examples and tests"),
     "random": (0.15, "the typed random-program generator, for coverage of Warp's builtins"),
 }
 
