@@ -18,6 +18,7 @@ import warp as wp
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis.generator import CATEGORIES, generate
+from jit.code.synthesis.tokens import jaccard, norm_tokens, shingles
 
 PATTERNS = sorted(n for n, c in CATEGORIES.items() if c.source == "patterns")
 SEED = 17
@@ -64,6 +65,18 @@ def test_sources_are_replayable_and_read_like_code(category):
         assert 5 <= spec.source.count("\n") <= 80
 
 
+@pytest.mark.parametrize("category", PATTERNS)
+def test_few_near_duplicates_within_a_category(category):
+    """At most 15% of a category's kernels are near-duplicates (Jaccard >= 0.9 of normalised 4-grams)
+    of an earlier kernel of the same category: the run's near-duplicate control would drop them."""
+    seen, near = [], 0
+    for i in range(60):
+        grams = shingles(norm_tokens(generate(SEED, i, categories=[category], complexity="mixed").source), 4)
+        near += any(jaccard(grams, other) >= 0.9 for other in seen)
+        seen.append(grams)
+    assert near / len(seen) <= 0.15, (category, near)
+
+
 # ---------------------------------------------------------------------------------------------
 # known answers
 
@@ -78,12 +91,14 @@ def _find(category: str, ok) -> object:
 
 
 def _plain_step(src: str) -> bool:
+    """No branches, helpers, structs, doubles or 2-D vectors, and no diagnostic outputs."""
     return ("if " not in src and "@wp.func" not in src and "@wp.struct" not in src and "float64" not in src
-            and "vec2" not in src)
+            and "vec2" not in src and "atomic_add" not in src and "wp.length" not in src and "wp.sqrt" not in src)
 
 
 def _plain_sum(src: str) -> bool:
     return (re.search(r"value = \w+\[tid\]\n", src) is not None and "if " not in src and "float64" not in src
+            and "value = value *" not in src
             and re.search(r"(wp\.atomic_add\(\w+, 0, value\)|\w+\[0\] \+= value)\n", src) is not None)
 
 

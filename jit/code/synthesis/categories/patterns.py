@@ -7,6 +7,12 @@ optional branches, ``@wp.func`` helpers and ``@wp.struct`` parameters. Every inp
 is described in its metadata (ranges, shapes, index arrays in bounds), so the kernels run on
 random input without NaN, inf or out-of-bounds access.
 
+Besides the physics, each template varies its code the ways people do, so that two kernels of
+one category rarely share 90% of their normalised token 4-grams (the near-duplicate threshold):
+a named local or the inline expression, equivalent spellings (``wp.length(d)`` or
+``wp.sqrt(wp.dot(d, d))``), early-exit guards, ``for`` or ``while`` loops, helpers or inline
+code, in-place or separate outputs and optional diagnostic outputs (energy, counts, changes).
+
 This module also holds the small toolkit the other pattern modules share (``Flavour``,
 ``Pattern``). What it leaves out: grids and ray casting (``patterns_grid``), solids and
 rigid bodies (``patterns_solid``) and queries of meshes and hash grids (``patterns_geometry``).
@@ -129,6 +135,7 @@ class Pattern:
         self.kb = KernelBuilder(rng, name, suffix, Profile({T.FLOAT32: 1.0}), "small")
         self.kb.params = []
         self.lines: list[str] = []
+        self.no_grad = False  # set by a part whose adjoint Warp does not give (atomic min/max)
 
     def chance(self, p: float) -> bool:
         """True with probability ``p``, more often for larger complexities."""
@@ -145,9 +152,13 @@ class Pattern:
 
     def scalar(self, name: str, dtype: WType | None = None, lo: float = -2.0, hi: float = 2.0) -> str:
         dtype = dtype or self.fl.scalar
-        # kernel scalars keep Warp's spelling: the executor reads annotations as Warp types
-        self.kb.params.append(RoleParam(name, "scalar", dtype, 0, "in", (lo, hi), None, dtype.py))
+        # `dt: float` and `n: int` in plain kernels: the executor reads them as float32 and int32
+        self.kb.params.append(RoleParam(name, "scalar", dtype, 0, "in", (lo, hi), None, self.fl.spell(dtype)))
         return name
+
+    def count(self, name: str, n: int) -> str:
+        """An ``int`` count parameter whose value is always ``n`` (the launch size, a vertex count)."""
+        return self.scalar(name, T.INT32, lo=n, hi=n)
 
     def handle(self, name: str) -> str:
         """A ``wp.uint64`` id of a runtime object (mesh, BVH, hash grid)."""
@@ -164,6 +175,38 @@ class Pattern:
 
     def func(self, source: str) -> None:
         self.kb.funcs.append(source.strip("\n"))
+
+    def coin(self, p: float = 0.5) -> bool:
+        """True with probability ``p`` whatever the complexity (a choice of spelling, not of size)."""
+        return self.rng.random() < p
+
+    def pick(self, *options):
+        return self.rng.choice(options)
+
+    def length(self, d: str) -> str:
+        """The length of vector ``d`` in one of the spellings real code uses."""
+        return self.pick(f"wp.length({d})", f"wp.length({d})", f"wp.sqrt(wp.dot({d}, {d}))")
+
+    def let(self, name: str, expr: str, inline: float = 0.35, indent: int = 0) -> str:
+        """``name = expr`` as a named local (returns ``name``), or the expression itself, bracketed.
+
+        Only for values read once: inlining a value read twice would compute it twice.
+        """
+        if self.coin(inline):
+            return f"({expr})"
+        self.add(f"{name} = {expr}", indent=indent)
+        return name
+
+    def guard(self, tid: str, extent: str | None, count: tuple[str, int] | None = None, p: float = 0.3) -> None:
+        """Sometimes an early exit for threads past the end (launches are often rounded up).
+
+        ``extent`` is an array whose first dimension is the launch size; ``count`` a count
+        parameter (name, value) that may stand for it instead.
+        """
+        if not self.chance(p):
+            return
+        n = self.count(*count) if count and (extent is None or self.coin()) else f"{extent}.shape[0]"
+        self.add(f"if {tid} >= {n}:", f"{INDENT}return")
 
     def add(self, *lines: str | None, indent: int = 0) -> None:
         """Body lines (``None`` entries are skipped), indented ``indent`` levels deeper."""
@@ -182,7 +225,7 @@ class Pattern:
         if clash:  # a local shadowing a parameter: a bug in the pattern, not a random event
             raise ValueError(f"{kb.name}: locals {sorted(clash)} shadow parameters")
         kb.budget = len(self.lines)
-        kb.meta["differentiable"] = differentiable
+        kb.meta["differentiable"] = differentiable and not self.no_grad
         if needs:
             kb.meta["needs_runtime_objects"] = True
             kb.meta["reason"] = needs
@@ -219,7 +262,8 @@ def particle_integration(rng, name, suffix, complexity):
         dt = p.scalar("dt", lo=0.001, hi=0.02)
         gravity = fl.up("y", p.scalar("gravity", lo=-9.8, hi=-1.0))
         damping = p.scalar(rng.choice(("damping", "drag", "k_damp")), lo=0.0, hi=0.5)
-    p.add(f"x = {x}[tid]", f"v = {v}[tid]")
+    p.guard("tid", x, ("num_particles", n), p=0.3)
+    p.add(*p.pick([f"x = {x}[tid]", f"v = {v}[tid]"], [f"v = {v}[tid]", f"x = {x}[tid]"]))
     forced = rng.random() < 0.75
     mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
     if mass == "inv_mass":
@@ -247,7 +291,11 @@ def particle_integration(rng, name, suffix, complexity):
                           f"v = v * wp.exp(-{damping} * {dt})" if not use_struct else f"v = v * ({fl.lit(1.0)} - {damping})")))
     if p.chance(0.3):
         vmax = p.scalar("max_speed", lo=1.0, hi=10.0)
-        p.add("speed = wp.length(v)", f"if speed > {vmax}:", f"{INDENT}v = v * ({vmax} / speed)")
+        if p.coin(0.7):
+            p.add(f"speed = {p.length('v')}", f"if speed > {vmax}:", f"{INDENT}v = v * ({vmax} / speed)")
+        else:  # compare squared speeds: one square root only when clamping
+            p.add("speed_sq = wp.dot(v, v)", f"if speed_sq > {vmax} * {vmax}:",
+                  f"{INDENT}v = v * ({vmax} / wp.sqrt(speed_sq))")
     p.add("x = x + v * " + dt)
     boundary = rng.choice(("none", "ground", "ground", "box", "sphere"))
     if boundary == "ground":
@@ -284,6 +332,12 @@ def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
         xo = p.array(x + "_out" if "_" in x else "new_positions", fl.vec, "out")
         vo = p.array(v + "_out" if "_" in v else "new_velocities", fl.vec, "out")
         p.add(f"{xo}[tid] = x", f"{vo}[tid] = v")
+    if p.chance(0.25):  # a diagnostic: kinetic energy per unit mass, summed over particles
+        ke = p.array(rng.choice(("kinetic_energy", "energy")), fl.scalar, "out", shape=(1,))
+        p.add(f"wp.atomic_add({ke}, 0, {fl.lit(0.5)} * wp.dot(v, v))")
+    elif p.chance(0.2):
+        speeds = p.array(rng.choice(("speeds", "particle_speed")), fl.scalar, "out")
+        p.add(f"{speeds}[tid] = {p.length('v')}")
     base = rng.choice(("integrate_particles", "integrate", "step_particles", "advance_particles"))
     return p.finish(base, [n])
 
@@ -323,6 +377,7 @@ def spring_forces(rng, name, suffix, complexity):
     p.kb.dims = [launch_size(rng)]
     n_particles = rng.choice((8, 16, 32))
     pshape = (n_particles,)
+    p.guard("tid", None, (rng.choice(("num_springs", "spring_count")), p.kb.dims[0]), p=0.25)
     i, j = endpoints(p, n_particles)
     x = p.array(rng.choice(("positions", "particle_q", "x")), fl.vec, lo=-1.0, hi=1.0, shape=pshape)
     if rng.random() < 0.4:
@@ -336,39 +391,45 @@ def spring_forces(rng, name, suffix, complexity):
     if helper:
         force = p.name(rng.choice(("spring_force", "eval_spring")))
         args = "xi: {v}, xj: {v}, rest: {s}, ke: {s}".format(v=fl.v, s=fl.s)
-        p.func(f"""
-@wp.func
-def {force}({args}):
-    d = xj - xi
-    l = wp.length(d)
-    if l < {eps}:
-        return {fl.v}()
-    return d / l * (ke * (l - rest))
-""")
+        zero = p.pick(f"{fl.v}()", f"{fl.v}({', '.join([fl.lit(0.0)] * fl.dim)})")
+        tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d / l * (ke * (l - rest))"],
+                      ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"],
+                      [f"if l < {eps}:", f"{INDENT}return {zero}", "return wp.normalize(d) * (ke * (l - rest))"])
+        body = "\n".join(INDENT + line for line in ["d = xj - xi", f"l = {p.length('d')}", *tail])
+        p.func(f"@wp.func\ndef {force}({args}):\n{body}\n")
         p.add(f"f = {force}(xi, xj, {rest}, {ke})")
         if damped:
             v = p.array(rng.choice(("velocities", "particle_qd", "v")), fl.vec, shape=pshape)
             kd = per_spring(p, "damping", "kd", 0.0, 1.0)
             p.add(f"dv = {v}[{j}] - {v}[{i}]", f"f = f + dv * {kd}")
     else:
-        p.add("d = xj - xi", "l = wp.length(d)")
-        if rng.random() < 0.5:
+        p.add("d = xj - xi", f"l = {p.length('d')}")
+        form = p.pick("return", "max", "normalize")
+        if form == "return":
             p.add(f"if l < {eps}:", f"{INDENT}return", "dir = d / l")
-        else:
+        elif form == "max":
             p.add(f"dir = d / wp.max(l, {eps})")
+        else:
+            p.add("dir = wp.normalize(d)")
         p.add(f"c = l - {rest}")
         if damped:
             v = p.array(rng.choice(("velocities", "particle_qd", "v")), fl.vec, shape=pshape)
             kd = per_spring(p, "damping", "kd", 0.0, 1.0)
-            p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
+            if p.coin():
+                p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
+            else:
+                p.add(f"vrel = {v}[{j}] - {v}[{i}]", f"fs = {ke} * c + {kd} * wp.dot(vrel, dir)", "f = fs * dir")
         else:
             p.add(f"f = dir * ({ke} * c)")
         if p.chance(0.3):
             energy = p.array(rng.choice(("spring_energy", "energies")), fl.scalar, "out")
             p.add(f"{energy}[tid] = {fl.lit(0.5)} * {ke} * c * c")
     forces = p.array(rng.choice(("forces", "particle_f", "f_total")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
-    if rng.random() < 0.7:
+    style = rng.random()
+    if style < 0.5:
         p.add(f"wp.atomic_add({forces}, {i}, f)", f"wp.atomic_sub({forces}, {j}, f)")
+    elif style < 0.7:
+        p.add(f"wp.atomic_add({forces}, {i}, f)", f"wp.atomic_add({forces}, {j}, -f)")
     else:
         p.add(f"{forces}[{i}] += f", f"{forces}[{j}] -= f")
     return p.finish(rng.choice(("eval_springs", "spring_forces", "accumulate_spring_forces")), p.kb.dims)
@@ -379,25 +440,39 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
     rng, fl = p.rng, p.fl
     w = p.array(rng.choice(("inv_mass", "particle_inv_mass", "inv_masses")), fl.scalar, lo=0.0, hi=2.0, shape=pshape)
     rest = per_spring(p, "rest_lengths", "rest_length", 0.1, 1.0)
-    p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]", f"wi = {w}[{i}]", f"wj = {w}[{j}]",
-          "w_sum = wi + wj", "if w_sum == 0.0:", f"{INDENT}return",
-          "d = xi - xj", "l = wp.length(d)", f"if l < {fl.lit(1.0e-6)}:", f"{INDENT}return")
+    p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]", f"wi = {w}[{i}]", f"wj = {w}[{j}]", "w_sum = wi + wj")
+    if p.coin():
+        p.add("if w_sum == 0.0:", f"{INDENT}return")
+    p.add("d = xi - xj", f"l = {p.length('d')}")
+    if p.coin():
+        p.add(f"if l < {fl.lit(1.0e-6)}:", f"{INDENT}return")
+        if "w_sum == 0.0" not in "\n".join(p.lines):
+            p.add("if w_sum == 0.0:", f"{INDENT}return")
+    else:
+        p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == 0.0:", f"{INDENT}return")
     if p.chance(0.5):  # XPBD: a compliance softens the constraint
         alpha = p.scalar("compliance", lo=0.0, hi=0.01)
         dt = p.scalar("dt", lo=0.001, hi=0.02)
-        p.add(f"alpha = {alpha} / ({dt} * {dt})", f"lam = ({l_minus(rest)}) / (w_sum + alpha)")
+        p.add(*p.pick([f"alpha = {alpha} / ({dt} * {dt})", f"lam = ({l_minus(rest)}) / (w_sum + alpha)"],
+                      [f"lam = ({l_minus(rest)}) / (w_sum + {alpha} / ({dt} * {dt}))"]))
     else:
         stiffness = p.scalar(rng.choice(("stiffness", "relaxation")), lo=0.1, hi=1.0)
         p.add(f"lam = {stiffness} * ({l_minus(rest)}) / w_sum")
-    p.add("n = d / l")
+    p.add(p.pick("n = d / l", "n = wp.normalize(d)"))
     deltas = p.array(rng.choice(("deltas", "delta_x", "corrections")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
-    if rng.random() < 0.6:
+    style = rng.random()
+    if style < 0.4:
         p.add(f"wp.atomic_sub({deltas}, {i}, n * (lam * wi))", f"wp.atomic_add({deltas}, {j}, n * (lam * wj))")
+    elif style < 0.7:
+        p.add("corr = n * lam", f"wp.atomic_add({deltas}, {i}, -corr * wi)", f"wp.atomic_add({deltas}, {j}, corr * wj)")
     else:
         p.add(f"{deltas}[{i}] -= n * (lam * wi)", f"{deltas}[{j}] += n * (lam * wj)")
     if p.chance(0.3):
         counts = p.array("constraint_count", T.INT32, "out", shape=pshape)
         p.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
+    if p.chance(0.25):  # the constraint error, for a convergence test
+        err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
+        p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
     return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims)
 
 
@@ -429,20 +504,20 @@ def force_kernels(p: Pattern, viscous: bool) -> dict[str, str]:
     """Spiky gradient (pressure) and, if wanted, the viscosity Laplacian as ``@wp.func``."""
     fl, s, v = p.fl, p.fl.s, p.fl.v
     names = {k: p.name(k) for k in ("spiky_grad", "visc_laplacian")}
-    p.func(f"""
-@wp.func
-def {names['spiky_grad']}(d: {v}, r: {s}, h: {s}):
-    if r >= h or r < {fl.lit(1.0e-6)}:
-        return {v}()
-    q = h - r
-    return d * (q * q / r)
-""")
+    zero = f"{v}()" if p.coin() else f"{v}({', '.join([fl.lit(0.0)] * fl.dim)})"
+    if p.coin():
+        test = [f"if r >= h or r < {fl.lit(1.0e-6)}:", f"{INDENT}return {zero}"]
+    else:
+        test = ["if r >= h:", f"{INDENT}return {zero}", f"r = wp.max(r, {fl.lit(1.0e-6)})"]
+    shape = p.pick(["q = h - r", "return d * (q * q / r)"], ["return d * ((h - r) * (h - r) / r)"],
+                   ["q = h - r", "return wp.normalize(d) * (q * q)" if not fl.f64 else "return d / r * (q * q)"])
+    if p.chance(0.3):  # with the normalisation constant 45 / (pi h^6)
+        shape[-1] += f" * ({fl.lit(45.0)} / ({fl.lit('wp.pi')} * wp.pow(h, {fl.lit(6.0)})))"
+    body = "\n".join(INDENT + line for line in test + shape)
+    p.func(f"@wp.func\ndef {names['spiky_grad']}(d: {v}, r: {s}, h: {s}):\n{body}\n")
     if viscous:
-        p.func(f"""
-@wp.func
-def {names['visc_laplacian']}(r: {s}, h: {s}):
-    return wp.max(h - r, {fl.lit(0.0)})
-""")
+        lap = p.pick(f"wp.max(h - r, {fl.lit(0.0)})", f"wp.where(r < h, h - r, {fl.lit(0.0)})")
+        p.func(f"@wp.func\ndef {names['visc_laplacian']}(r: {s}, h: {s}):\n{INDENT}return {lap}\n")
     return names
 
 
@@ -456,27 +531,72 @@ def sph(rng, name, suffix, complexity):
     if rng.random() < 0.5:
         n = f"{x}.shape[0]"
     else:
-        n = p.scalar("num_particles", T.INT32, lo=p.kb.dims[0], hi=p.kb.dims[0])
-    mass = p.scalar(rng.choice(("particle_mass", "mass")), lo=0.5, hi=2.0)
+        n = p.count("num_particles", p.kb.dims[0])
+        if p.chance(0.4):
+            p.add(f"if tid >= {n}:", f"{INDENT}return")
+    if p.coin(0.3):
+        masses = p.array(rng.choice(("masses", "particle_mass")), fl.scalar, lo=0.5, hi=2.0)
+        mass = f"{masses}[j]"
+    else:
+        mass = p.scalar(rng.choice(("particle_mass", "mass")), lo=0.5, hi=2.0)
     if rng.random() < 0.45:
-        return _sph_density(p, x, h, n, mass, poly6(p))
+        return _sph_density(p, x, h, n, mass)
     return _sph_forces(p, x, h, n, mass)
 
 
-def _sph_density(p: Pattern, x: str, h: str, n: str, mass: str, kernel: str) -> KernelBuilder:
-    fl = p.fl
-    p.add(f"xi = {x}[tid]", f"rho = {fl.lit(0.0) if fl.f64 else 'float(0.0)'}", f"for j in range({n}):",
-          f"{INDENT}d = xi - {x}[j]", f"{INDENT}rho += {mass} * {kernel}(wp.dot(d, d), {h})")
-    densities = p.array(p.rng.choice(("densities", "particle_rho", "density")), fl.scalar, "out")
+def pair_loop(p: Pattern, n: str, body: list[str], skip_self: bool) -> bool:
+    """All-pairs loop over particles ``j``: ``for`` over a range, or ``while`` with a counter.
+
+    Returns True for the ``while`` form (Warp does not differentiate it). A ``while`` body never
+    uses ``continue`` (the counter would not advance) nor ``return``.
+    """
+    if p.coin(0.3):
+        p.add("j = int(0)", f"while j < {n}:")
+        if skip_self:
+            p.add("if j != tid:", indent=1)
+            p.add(*body, indent=2)
+        else:
+            p.add(*body, indent=1)
+        p.add("j += 1", indent=1)
+        return True
+    p.add(f"for j in range({n}):")
+    if skip_self and p.coin():
+        p.add("if j == tid:", f"{INDENT}continue", *body, indent=1)
+    elif skip_self:
+        p.add("if j != tid:", indent=1)
+        p.add(*body, indent=2)
+    else:
+        p.add(*body, indent=1)
+    return False
+
+
+def _sph_density(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:
+    fl, rng = p.fl, p.rng
+    p.add(f"xi = {x}[tid]", f"rho = {fl.lit(0.0) if fl.f64 else 'float(0.0)'}")
+    if p.coin(0.6):
+        kernel = poly6(p)
+        body = [f"d = xi - {x}[j]", f"rho += {mass} * {kernel}(wp.dot(d, d), {h})"]
+    else:  # the kernel inline, with its cutoff test
+        body = [f"r2 = wp.length_sq(xi - {x}[j])", f"if r2 < {h} * {h}:", f"{INDENT}q = {h} * {h} - r2",
+                f"{INDENT}rho += {mass} * q * q * q"]
+    looped = pair_loop(p, n, body, skip_self=False)
+    if p.chance(0.35):  # poly6 normalisation 315 / (64 pi h^9)
+        p.add(f"rho = rho * {fl.lit(315.0)} / ({fl.lit(64.0)} * {fl.lit('wp.pi')} * wp.pow({h}, {fl.lit(9.0)}))")
+    densities = p.array(rng.choice(("densities", "particle_rho", "density")), fl.scalar, "out")
     if p.chance(0.5):
-        rest = p.scalar(p.rng.choice(("rest_density", "rho0")), lo=0.5, hi=2.0)
-        stiffness = p.scalar(p.rng.choice(("stiffness", "gas_constant")), lo=1.0, hi=10.0)
-        pressures = p.array(p.rng.choice(("pressures", "particle_p")), fl.scalar, "out")
-        clamp = p.chance(0.5)  # clamped equation of state: no attraction
-        value = f"wp.max({stiffness} * (rho - {rest}), {fl.lit(0.0)})" if clamp else f"{stiffness} * (rho - {rest})"
+        rest = p.scalar(rng.choice(("rest_density", "rho0")), lo=0.5, hi=2.0)
+        stiffness = p.scalar(rng.choice(("stiffness", "gas_constant")), lo=1.0, hi=10.0)
+        pressures = p.array(rng.choice(("pressures", "particle_p")), fl.scalar, "out")
+        eos = p.pick("linear", "clamped", "tait")
+        if eos == "tait":  # weakly compressible: k ((rho / rho0)^7 - 1)
+            value = f"{stiffness} * (wp.pow(rho / {rest}, {fl.lit(7.0)}) - {fl.lit(1.0)})"
+        else:
+            value = f"{stiffness} * (rho - {rest})"
+            value = f"wp.max({value}, {fl.lit(0.0)})" if eos == "clamped" else value
         p.add(f"{pressures}[tid] = {value}")
     p.add(f"{densities}[tid] = rho")
-    return p.finish(p.rng.choice(("compute_density", "sph_density", "update_density")), p.kb.dims)
+    return p.finish(rng.choice(("compute_density", "sph_density", "update_density")), p.kb.dims,
+                    differentiable=not looped)
 
 
 def _sph_forces(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:
@@ -486,20 +606,37 @@ def _sph_forces(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:
     viscous = p.chance(0.6)
     k = force_kernels(p, viscous)
     p.add(f"xi = {x}[tid]", f"pi = {press}[tid]", f"f = {fl.v}()")
+    symmetric = p.coin()  # p_i / rho_i^2 + p_j / rho_j^2 (momentum-conserving) or the averaged pressure
+    if symmetric:
+        p.add(f"rhoi = {rho}[tid]", "pi_term = pi / (rhoi * rhoi)")
     if viscous:
         v = p.array(rng.choice(("velocities", "particle_v")), fl.vec)
         mu = p.scalar(rng.choice(("viscosity", "mu")), lo=0.0, hi=0.5)
         p.add(f"vi = {v}[tid]")
-    p.add(f"for j in range({n}):", f"{INDENT}if j == tid:", f"{INDENT * 2}continue",
-          f"{INDENT}d = xi - {x}[j]", f"{INDENT}r = wp.length(d)",
-          f"{INDENT}f -= {k['spiky_grad']}(d, r, {h}) * ({mass} * (pi + {press}[j]) / ({fl.lit(2.0)} * {rho}[j]))")
-    if viscous:
-        p.add(f"{INDENT}f += ({v}[j] - vi) * ({mu} * {mass} * {k['visc_laplacian']}(r, {h}) / {rho}[j])")
-    acc = f"f / {rho}[tid]"
+    body = [f"d = xi - {x}[j]", f"r = {p.length('d')}"]
+    if symmetric:
+        body.append(f"f -= {k['spiky_grad']}(d, r, {h}) * ({mass} * (pi_term + {press}[j] / ({rho}[j] * {rho}[j])))")
+    else:
+        body.append(f"f -= {k['spiky_grad']}(d, r, {h}) * ({mass} * (pi + {press}[j]) / ({fl.lit(2.0)} * {rho}[j]))")
+    if viscous and p.coin(0.3):  # Monaghan's artificial viscosity, only for approaching pairs
+        body += [f"vij = vi - {v}[j]", "vr = wp.dot(vij, d)", f"if vr < {fl.lit(0.0)}:",
+                 f"{INDENT}nu = {mu} * {h} * vr / (r * r + {fl.lit(0.01)} * {h} * {h})",
+                 f"{INDENT}f += {k['spiky_grad']}(d, r, {h}) * ({mass} * nu / {rho}[j])"]
+    elif viscous:
+        body.append(f"f += ({v}[j] - vi) * ({mu} * {mass} * {k['visc_laplacian']}(r, {h}) / {rho}[j])")
+    if p.coin(0.3):  # the cutoff in the loop, so far pairs cost one length
+        body = body[:2] + [f"if r < {h}:"] + [INDENT + b for b in body[2:]]
+    pair_loop(p, n, body, skip_self=True)
+    acc = "f" if symmetric else f"f / {rho}[tid]"
     if p.chance(0.5):
         acc += " + " + fl.up("y", p.scalar("gravity", lo=-9.8, hi=-1.0))
-    out = p.array(rng.choice(("accelerations", "particle_a", "forces_out")), fl.vec, "out")
-    p.add(f"{out}[tid] = {acc}")
+    if viscous and p.chance(0.35):  # integrate right away: symplectic Euler on the velocity
+        dt = p.scalar("dt", lo=0.001, hi=0.01)
+        v_out = p.array(rng.choice(("velocities_out", "v_new")), fl.vec, "out")
+        p.add(f"a = {acc}", f"{v_out}[tid] = vi + a * {dt}")
+    else:
+        out = p.array(rng.choice(("accelerations", "particle_a", "forces_out")), fl.vec, "out")
+        p.add(f"{out}[tid] = {acc}")
     # Warp's adjoint of this dynamic neighbour loop disagrees with finite differences: no gradient check
     return p.finish(rng.choice(("compute_forces", "sph_forces", "pressure_and_viscosity")), p.kb.dims,
                     differentiable=False)
@@ -513,24 +650,33 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, bool]:
     """Lines computing ``value`` for thread ``tid`` (or ``i, j``); (expression, reads a float input)."""
     rng, fl = p.rng, p.fl
     at = "i, j" if two_d else "tid"
+    nd = 2 if two_d else 1
     kind = rng.choice(("kinetic", "square", "error", "length", "plain") if not two_d else ("square", "error", "plain"))
     if kind == "kinetic":
         v = p.array(rng.choice(("velocities", "particle_v")), fl.vec)
         m = p.array(rng.choice(("masses", "particle_mass")), fl.scalar, lo=0.5, hi=2.0)
-        p.add(f"v = {v}[tid]", f"value = {fl.lit(0.5)} * {m}[tid] * wp.dot(v, v)")
+        p.add(f"v = {v}[tid]")
+        p.add(f"value = {fl.lit(0.5)} * {m}[tid] * " + p.pick("wp.dot(v, v)", "wp.length_sq(v)"))
     elif kind == "length":
         x = p.array(rng.choice(("positions", "points")), fl.vec)
-        p.add(f"value = wp.length({x}[tid])")
+        if p.coin(0.4):  # distance from a reference point
+            origin = p.array(rng.choice(("origin", "center")), fl.vec, shape=(1,))
+            p.add(f"value = {p.length(f'{x}[tid] - {origin}[0]')}")
+        else:
+            p.add(f"value = {p.length(f'{x}[tid]')}")
     elif kind == "error":
-        a = p.array(rng.choice(("predicted", "values", "field")), fl.scalar, ndim=2 if two_d else 1)
-        b = p.array(rng.choice(("target", "reference", "expected")), fl.scalar, ndim=2 if two_d else 1)
-        p.add(f"diff = {a}[{at}] - {b}[{at}]", "value = diff * diff")
+        a = p.array(rng.choice(("predicted", "values", "field")), fl.scalar, ndim=nd)
+        b = p.array(rng.choice(("target", "reference", "expected")), fl.scalar, ndim=nd)
+        p.add(f"diff = {a}[{at}] - {b}[{at}]", p.pick("value = diff * diff", "value = wp.abs(diff)"))
     elif kind == "square":
-        a = p.array(rng.choice(("values", "field", "residual")), fl.scalar, ndim=2 if two_d else 1)
-        p.add(f"r = {a}[{at}]", "value = r * r")
+        a = p.array(rng.choice(("values", "field", "residual")), fl.scalar, ndim=nd)
+        p.add(*p.pick([f"r = {a}[{at}]", "value = r * r"], [f"value = {a}[{at}] * {a}[{at}]"]))
     else:
-        a = p.array(rng.choice(("values", "data", "weights")), fl.scalar, ndim=2 if two_d else 1)
+        a = p.array(rng.choice(("values", "data", "weights")), fl.scalar, ndim=nd)
         p.add(f"value = {a}[{at}]")
+    if not two_d and p.chance(0.2):  # a per-item weight
+        w = p.array(rng.choice(("item_weights", "scale_factors")), fl.scalar, lo=0.0, hi=1.0)
+        p.add(f"value = value * {w}[tid]")
     return "value", True
 
 
@@ -538,9 +684,13 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, bool]:
 def atomic_reduction(rng, name, suffix, complexity):
     fl = flavour(rng, f64=0.3, dim2=0.2)
     p = Pattern(rng, name, suffix, complexity, fl)
-    kind = rng.choice(("sum", "sum", "max", "histogram", "count", "segment", "rows", "bounds"))
+    kind = rng.choice(("sum", "sum", "max", "histogram", "count", "segment", "rows", "bounds", "strided"))
     two_d = kind == "rows"
     p.kb.dims = [rng.randint(2, 8), rng.randint(4, 16)] if two_d else [launch_size(rng)]
+    if kind == "strided":
+        return _strided_sum(p)
+    if not two_d:
+        p.guard("tid", None, (rng.choice(("n", "count_total", "num_items")), p.kb.dims[0]), p=0.2)
     if kind not in ("histogram", "bounds") and p.chance(0.3) and not two_d:
         mask = p.array(rng.choice(("active", "mask", "flags")), T.INT32, lo=0, hi=1)
         p.add(f"if {mask}[tid] == 0:", f"{INDENT}return")
@@ -550,7 +700,20 @@ def atomic_reduction(rng, name, suffix, complexity):
         x = p.array(rng.choice(("positions", "points", "vertices")), T.VEC3F if not fl.f64 else T.VEC3D)
         lower = p.array(rng.choice(("lower", "bounds_min", "box_lower")), x_type(p), "inout", shape=(1,))
         upper = p.array(rng.choice(("upper", "bounds_max", "box_upper")), x_type(p), "inout", shape=(1,))
-        p.add(f"x = {x}[tid]", f"wp.atomic_min({lower}, 0, x)", f"wp.atomic_max({upper}, 0, x)")
+        p.add(f"x = {x}[tid]")
+        if p.chance(0.35):  # particles have a size: grow the box by their radius
+            if p.coin():
+                r = f"{p.array(rng.choice(('radii', 'particle_radius')), fl.scalar, lo=0.0, hi=0.2)}[tid]"
+            else:
+                r = p.scalar(rng.choice(("radius", "margin")), lo=0.0, hi=0.2)
+            ext = f"{p.fl.spell(x_type(p))}({r}, {r}, {r})"
+            p.add(f"wp.atomic_min({lower}, 0, x - {ext})", f"wp.atomic_max({upper}, 0, x + {ext})")
+        else:
+            p.add(*p.pick([f"wp.atomic_min({lower}, 0, x)", f"wp.atomic_max({upper}, 0, x)"],
+                          [f"wp.atomic_max({upper}, 0, x)", f"wp.atomic_min({lower}, 0, x)"]))
+        if p.chance(0.3):
+            centre = p.array(rng.choice(("centroid_sum", "center_sum")), x_type(p), "out", shape=(1,))
+            p.add(f"wp.atomic_add({centre}, 0, x)")
         return p.finish(rng.choice(("compute_bounds", "bounding_box", "reduce_bounds")), p.kb.dims, differentiable=False)
     value, _ = reduced_value(p, two_d)
     if kind == "max":
@@ -561,7 +724,14 @@ def atomic_reduction(rng, name, suffix, complexity):
     if kind == "count":
         threshold = p.scalar(rng.choice(("threshold", "tolerance", "limit")), lo=0.0, hi=2.0)
         count = p.array(rng.choice(("count", "num_above", "counter")), T.INT32, "out", shape=(1,))
-        p.add(f"if {value} > {threshold}:", f"{INDENT}wp.atomic_add({count}, 0, 1)")
+        test = p.pick(f"{value} > {threshold}", f"wp.abs({value}) > {threshold}")
+        if p.coin(0.4):  # stream compaction: the returned old count is this item's slot
+            ids = p.array(rng.choice(("selected", "active_ids", "compacted")), T.INT32, "out",
+                          shape=(p.kb.dims[0],))
+            p.add(f"if {test}:", f"{INDENT}slot = wp.atomic_add({count}, 0, 1)", f"{INDENT}{ids}[slot] = tid")
+            return p.finish(rng.choice(("compact", "select_active", "stream_compact")), p.kb.dims,
+                            differentiable=False)
+        p.add(f"if {test}:", f"{INDENT}wp.atomic_add({count}, 0, 1)")
         return p.finish(rng.choice(("count_above", "count_active", "threshold_count")), p.kb.dims, differentiable=False)
     if kind == "segment":
         n_seg = rng.randint(2, 8)
@@ -580,6 +750,41 @@ def atomic_reduction(rng, name, suffix, complexity):
     return p.finish(rng.choice(("reduce_sum", "compute_energy", "sum_values", "accumulate")), p.kb.dims)
 
 
+def _strided_sum(p: Pattern) -> KernelBuilder:
+    """A grid-stride loop: each thread sums every ``num_threads``-th item, then one atomic add per thread."""
+    rng, fl = p.rng, p.fl
+    n = p.kb.dims[0]
+    items = n * rng.choice((2, 4, 8))
+    data = p.array(rng.choice(("values", "data", "samples")), fl.scalar, shape=(items,))
+    threads = p.count(rng.choice(("num_threads", "stride")), n) if p.coin() else None
+    zero = fl.lit(0.0) if fl.f64 else "float(0.0)"
+    p.add(f"s = {zero}")
+    kind = p.pick("sum", "sq", "abs", "max", "length")
+    if kind == "length":  # vectors: the sum of their lengths (the scalar array above goes unused, and is dropped)
+        data = p.array(rng.choice(("vectors", "displacements")), fl.vec, shape=(items,))
+    term = {"sum": f"{data}[k]", "sq": f"{data}[k] * {data}[k]", "abs": f"wp.abs({data}[k])",
+            "max": f"wp.abs({data}[k])", "length": p.length(f"{data}[k]")}[kind]
+    accumulate = f"s = wp.max(s, {term})" if kind == "max" else f"s += {term}"
+    if threads:
+        p.add(f"for k in range(tid, {data}.shape[0], {threads}):", f"{INDENT}{accumulate}")
+    else:  # the stride is the launch size: wp.tid() counts up to it
+        count = p.count(rng.choice(("num_threads", "stride")), n)
+        p.add("k = tid", f"while k < {data}.shape[0]:", f"{INDENT}{accumulate}", f"{INDENT}k += {count}")
+    total = p.array(rng.choice(("total", "result", "norm_sq" if kind == "sq" else "sum_out")), fl.scalar, "out",
+                    shape=(1,))
+    if kind == "max":
+        p.add(f"wp.atomic_max({total}, 0, s)")
+    elif p.coin(0.3):  # the mean: every thread adds its share
+        p.add(f"wp.atomic_add({total}, 0, s / {fl.s}({data}.shape[0]))")
+    else:
+        p.add(f"wp.atomic_add({total}, 0, s)")
+    if p.chance(0.3):
+        partial = p.array(rng.choice(("partial_sums", "per_thread")), fl.scalar, "out")
+        p.add(f"{partial}[tid] = s")
+    return p.finish(rng.choice(("strided_sum", "grid_stride_reduce", "reduce_strided")), p.kb.dims,
+                    differentiable=threads is not None and kind != "max")
+
+
 def x_type(p: Pattern) -> WType:
     return T.VEC3D if p.fl.f64 else T.VEC3F
 
@@ -587,14 +792,26 @@ def x_type(p: Pattern) -> WType:
 def _histogram(p: Pattern) -> KernelBuilder:
     rng, fl = p.rng, p.fl
     bins = rng.choice((4, 8, 16, 32))
-    values = p.array(rng.choice(("values", "samples", "speeds")), fl.scalar, lo=-1.0, hi=3.0)
+    if p.coin(0.3):  # a histogram of speeds
+        vel = p.array(rng.choice(("velocities", "particle_v")), fl.vec if fl.dim == 3 else x_type(p), lo=-1.0, hi=1.0)
+        p.add(f"value = {p.length(f'{vel}[tid]')}")
+        value = "value"
+    else:
+        value = f"{p.array(rng.choice(('values', 'samples', 'speeds')), fl.scalar, lo=-1.0, hi=3.0)}[tid]"
     counts = p.array(rng.choice(("histogram", "bin_counts", "counts")), T.INT32, "out", shape=(bins,))
     lo = p.scalar(rng.choice(("min_value", "lower")), lo=-1.0, hi=0.0)
-    width = p.scalar(rng.choice(("bin_width", "bin_size")), lo=0.1, hi=0.5)
-    p.add(f"b = int(({values}[tid] - {lo}) / {width})")
+    if p.coin():
+        width = p.scalar(rng.choice(("bin_width", "bin_size")), lo=0.1, hi=0.5)
+        p.add(f"b = int(({value} - {lo}) / {width})")
+    else:  # the range [lo, hi) split into as many bins as the histogram has
+        hi = p.scalar(rng.choice(("max_value", "upper")), lo=3.0, hi=4.0)
+        p.add(f"t = ({value} - {lo}) / ({hi} - {lo})", f"b = int(wp.floor(t * {fl.s}({counts}.shape[0])))")
     if rng.random() < 0.6:
-        p.add(f"b = wp.clamp(b, 0, {counts}.shape[0] - 1)")
+        p.add(p.pick(f"b = wp.clamp(b, 0, {counts}.shape[0] - 1)", f"b = wp.min(wp.max(b, 0), {counts}.shape[0] - 1)"))
     else:
         p.add(f"if b < 0 or b >= {counts}.shape[0]:", f"{INDENT}return")
     p.add(f"wp.atomic_add({counts}, b, 1)")
+    if p.chance(0.3):  # and the per-bin sum, for bin means
+        sums = p.array(rng.choice(("bin_sums", "bin_totals")), fl.scalar, "out", shape=(bins,))
+        p.add(f"wp.atomic_add({sums}, b, {value})")
     return p.finish(rng.choice(("histogram", "bin_values", "count_bins")), p.kb.dims, differentiable=False)

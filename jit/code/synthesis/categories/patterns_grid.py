@@ -82,11 +82,16 @@ def grid_stencil(rng, name, suffix, complexity):
         keep = f"{f}[{at}]" if op in ("diffusion", "wave") else f"{p.fl.spell(out_type)}()" if op == "gradient" else fl.lit(0.0)
         p.add(f"if {border_test(f, dims)}:", f"{INDENT}{out}[{at}] = {keep}", f"{INDENT}return")
     nb = neighbours(p, f, dims, boundary, lookup)
+    if p.coin(0.4):  # neighbours read into named locals first
+        labels = ("left", "right", "down", "up", "back", "front")[: 2 * dims]
+        p.add(*(f"{name_} = {e}" for name_, e in zip(labels, nb)))
+        nb = list(labels)
     inv_dx = p.scalar(rng.choice(("inv_dx", "inv_cell_size")), lo=0.5, hi=2.0) if rng.random() < 0.5 else None
     dx = None if inv_dx else p.scalar(rng.choice(("dx", "cell_size", "h")) if op != "wave" else "dx", lo=0.5, hi=2.0)
     inv = inv_dx or f"({fl.lit(1.0)} / {dx})"
     if op in ("diffusion", "wave"):
-        p.add(f"c = {f}[{at}]", f"lap = ({' + '.join(nb)} - {fl.lit(fmt(2.0 * dims))} * c) * {inv} * {inv}")
+        scale = f"/ ({dx} * {dx})" if dx and p.coin() else f"* {inv} * {inv}"
+        p.add(f"c = {f}[{at}]", f"lap = ({' + '.join(nb)} - {fl.lit(fmt(2.0 * dims))} * c) {scale}")
         dt = p.scalar("dt", lo=0.001, hi=0.05)
         if op == "diffusion":
             kappa = p.scalar(rng.choice(("diffusivity", "kappa", "alpha")), lo=0.0, hi=1.0)
@@ -94,7 +99,7 @@ def grid_stencil(rng, name, suffix, complexity):
             if p.chance(0.35):  # a source term
                 src = p.array(rng.choice(("source", "heat_source", "rhs")), fl.scalar, ndim=dims)
                 value = f"c + {dt} * ({kappa} * lap + {src}[{at}])"
-            p.add(f"{out}[{at}] = {value}")
+            store(p, out, at, value, "c")
         else:
             prev = p.array(rng.choice(("h_prev", "previous", "u_prev")), fl.scalar, ndim=dims)
             speed = p.scalar(rng.choice(("wave_speed", "c2", "k_speed")), lo=0.1, hi=1.0)
@@ -102,11 +107,19 @@ def grid_stencil(rng, name, suffix, complexity):
             if p.chance(0.4):
                 damp = p.scalar(rng.choice(("damping", "k_damp")), lo=0.0, hi=0.5)
                 value = f"{fl.lit(2.0)} * c - {prev}[{at}] + {dt} * {dt} * ({speed} * lap - {damp} * (c - {prev}[{at}]))"
-            p.add(f"{out}[{at}] = {value}")
+            store(p, out, at, value, "c")
     elif op == "jacobi":
         div = p.array(rng.choice(("divergence", "rhs", "b")), fl.scalar, ndim=dims)
         h2 = f"{dx} * {dx}" if dx else f"{fl.lit(1.0)} / ({inv_dx} * {inv_dx})"
-        p.add(f"s = {' + '.join(nb)}", f"{out}[{at}] = (s - {h2} * {div}[{at}]) / {fl.lit(fmt(2.0 * dims))}")
+        p.add(f"s = {' + '.join(nb)}")
+        value = f"(s - {h2} * {div}[{at}]) / {fl.lit(fmt(2.0 * dims))}"
+        if p.chance(0.3):  # weighted Jacobi
+            omega = p.scalar(rng.choice(("omega", "relaxation")), lo=0.5, hi=1.0)
+            p.add(f"c = {f}[{at}]")
+            value = f"c + {omega} * ({value} - c)"
+            store(p, out, at, value, "c")
+        else:
+            p.add(f"{out}[{at}] = {value}")
     elif op == "gradient":
         comps = [f"{nb[2 * a + 1]} - {nb[2 * a]}" for a in range(dims)]
         p.add(f"g = {p.fl.spell(vec)}({', '.join(comps)}) * ({fl.lit(0.5)} * {inv})")
@@ -116,8 +129,18 @@ def grid_stencil(rng, name, suffix, complexity):
         else:
             p.add(f"{out}[{at}] = g")
     else:
-        terms = " + ".join(f"{nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]" for a in range(dims))
-        p.add(f"{out}[{at}] = ({terms}) * ({fl.lit(0.5)} * {inv})")
+        if p.coin():
+            terms = " + ".join(f"{nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]" for a in range(dims))
+            p.add(f"div_u = ({terms}) * ({fl.lit(0.5)} * {inv})")
+        else:  # one central difference per axis
+            axes = ("dudx", "dvdy", "dwdz")[:dims]
+            p.add(*(f"{d} = ({nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]) * {fl.lit(0.5)} * {inv}" for a, d in enumerate(axes)),
+                  f"div_u = {' + '.join(axes)}")
+        if p.chance(0.35):  # the right-hand side of the pressure Poisson equation: -rho / dt * div
+            rho = p.scalar(rng.choice(("density", "rho")), lo=0.5, hi=2.0)
+            dt = p.scalar("dt", lo=0.001, hi=0.05)
+            p.add(f"div_u = -{rho} / {dt} * div_u")
+        p.add(f"{out}[{at}] = div_u")
     base = {"diffusion": ("diffuse", "heat_step", "apply_laplacian"), "wave": ("wave_solve", "wave_step"),
             "jacobi": ("pressure_jacobi", "jacobi_iteration", "solve_pressure"),
             "gradient": ("compute_gradient", "pressure_gradient", "grad_field"),
@@ -125,26 +148,49 @@ def grid_stencil(rng, name, suffix, complexity):
     return p.finish(rng.choice(base), p.kb.dims)
 
 
+def store(p: Pattern, out: str, at: str, value: str, old: str) -> None:
+    """``out[at] = value``, sometimes with the change recorded: per cell, or its maximum for a convergence test."""
+    if not p.chance(0.35):
+        p.add(f"{out}[{at}] = {value}")
+        return
+    p.add(f"new_value = {value}", f"{out}[{at}] = new_value")
+    ndim = at.count(",") + 1
+    if p.fl.f64 or p.coin():
+        delta = p.array(p.pick("delta", "change"), p.fl.scalar, "out", ndim=ndim)
+        p.add(f"{delta}[{at}] = new_value - {old}")
+    else:
+        worst = p.array(p.pick("max_change", "max_delta"), p.fl.scalar, "inout", lo=0.0, hi=0.0, shape=(1,))
+        p.add(f"wp.atomic_max({worst}, 0, wp.abs(new_value - {old}))")
+        p.no_grad = True
+
+
 def _flat_stencil(p: Pattern, op: str):
-    """A 2-D grid stored in a flat array: ``x = tid % width``, a helper with clamped coordinates."""
+    """A 2-D grid stored in a flat array: ``x = tid % width``, neighbours read with clamped coordinates."""
     rng, fl = p.rng, p.fl
     w, h = rng.randint(4, 12), rng.randint(4, 12)
     p.kb.dims = [w * h]
     f = p.array(rng.choice(("hcurrent", "field", "u")), fl.scalar)
     width = p.scalar("width", T.INT32, lo=w, hi=w)
     height = p.scalar("height", T.INT32, lo=h, hi=h)
-    sample = p.name(rng.choice(("sample", "read_cell")))
-    p.func(f"""
+    if p.chance(0.3):
+        p.add(f"if tid >= {width} * {height}:", f"{INDENT}return")
+    p.add(*p.pick([f"x = tid % {width}", f"y = tid // {width}"], [f"y = tid // {width}", f"x = tid - y * {width}"]))
+    steps = ((1, 0), (-1, 0), (0, 1), (0, -1))
+    if p.coin():
+        sample = p.name(rng.choice(("sample", "read_cell")))
+        p.func(f"""
 @wp.func
 def {sample}(f: wp.array(dtype={fl.s}), x: int, y: int, width: int, height: int):
     x = wp.clamp(x, 0, width - 1)
     y = wp.clamp(y, 0, height - 1)
     return f[y * width + x]
 """)
-    args = f"{width}, {height}"
-    p.add(f"x = tid % {width}", f"y = tid // {width}",
-          f"lap = ({sample}({f}, x + 1, y, {args}) + {sample}({f}, x - 1, y, {args}) + "
-          f"{sample}({f}, x, y + 1, {args}) + {sample}({f}, x, y - 1, {args}) - {fl.lit(4.0)} * {f}[tid])")
+        reads = [f"{sample}({f}, {step('x', dx)}, {step('y', dy)}, {width}, {height})" for dx, dy in steps]
+    else:  # clamped neighbour coordinates inline
+        p.add(f"xl = wp.max(x - 1, 0)", f"xr = wp.min(x + 1, {width} - 1)",
+              f"yd = wp.max(y - 1, 0)", f"yu = wp.min(y + 1, {height} - 1)")
+        reads = [f"{f}[y * {width} + xr]", f"{f}[y * {width} + xl]", f"{f}[yu * {width} + x]", f"{f}[yd * {width} + x]"]
+    p.add(f"c = {f}[tid]", f"lap = ({' + '.join(reads)} - {fl.lit(4.0)} * c)")
     dt = p.scalar("dt", lo=0.001, hi=0.05)
     inv = p.scalar(rng.choice(("inv_cell", "inv_dx")), lo=0.5, hi=2.0)
     p.add(f"lap = lap * {inv} * {inv}")
@@ -152,12 +198,24 @@ def {sample}(f: wp.array(dtype={fl.s}), x: int, y: int, width: int, height: int)
         prev = p.array(rng.choice(("hprevious", "h_prev")), fl.scalar)
         speed = p.scalar(rng.choice(("k_speed", "wave_speed")), lo=0.1, hi=1.0)
         out = p.array(rng.choice(("hnext", "h_out")), fl.scalar, "out")
-        p.add(f"{out}[tid] = {fl.lit(2.0)} * {f}[tid] - {prev}[tid] + {dt} * {dt} * {speed} * lap")
+        value = f"{fl.lit(2.0)} * c - {prev}[tid] + {dt} * {dt} * {speed} * lap"
+        if p.chance(0.35):
+            damp = p.scalar(rng.choice(("damping", "k_damp")), lo=0.0, hi=0.5)
+            value = f"{value} - {damp} * {dt} * (c - {prev}[tid])"
+        store(p, out, "tid", value, "c")
         return p.finish(rng.choice(("wave_solve", "wave_step")), p.kb.dims)
     kappa = p.scalar(rng.choice(("diffusivity", "kappa")), lo=0.0, hi=1.0)
     out = p.array(rng.choice(("out", "field_out")), fl.scalar, "out")
-    p.add(f"{out}[tid] = {f}[tid] + {dt} * {kappa} * lap")
+    value = f"c + {dt} * {kappa} * lap"
+    if p.chance(0.3):
+        src = p.array(rng.choice(("source", "heat_source")), fl.scalar)
+        value = f"{value} + {dt} * {src}[tid]"
+    store(p, out, "tid", value, "c")
     return p.finish(rng.choice(("diffuse", "heat_step")), p.kb.dims)
+
+
+def step(axis: str, d: int) -> str:
+    return axis if d == 0 else f"{axis} + 1" if d > 0 else f"{axis} - 1"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,21 +223,56 @@ def {sample}(f: wp.array(dtype={fl.s}), x: int, y: int, width: int, height: int)
 
 
 def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear", "interpolate", "sample_field")) -> str:
+    """A ``@wp.func`` sampling a 2-D grid bilinearly at a clamped point, spelled one of several ways."""
     name = p.name(p.rng.choice(names))
-    p.func(f"""
-@wp.func
-def {name}(f: wp.array2d(dtype={dtype}), x: float, y: float):
-    x = wp.clamp(x, 0.0, float(f.shape[0] - 1))
-    y = wp.clamp(y, 0.0, float(f.shape[1] - 1))
-    i0 = int(wp.floor(x))
-    j0 = int(wp.floor(y))
-    i1 = wp.min(i0 + 1, f.shape[0] - 1)
-    j1 = wp.min(j0 + 1, f.shape[1] - 1)
-    tx = x - float(i0)
-    ty = y - float(j0)
-    return wp.lerp(wp.lerp(f[i0, j0], f[i1, j0], tx), wp.lerp(f[i0, j1], f[i1, j1], tx), ty)
-""")
-    return name
+    by_vec = p.coin(0.4)
+    args = "pos: wp.vec2" if by_vec else "x: float, y: float"
+    head = ["x = pos[0]", "y = pos[1]"] if by_vec else []
+    for a, n in (("x", 0), ("y", 1)):
+        hi = f"float(f.shape[{n}] - 1)"
+        head.append(p.pick(f"{a} = wp.clamp({a}, 0.0, {hi})", f"{a} = wp.min(wp.max({a}, 0.0), {hi})"))
+    floor = p.pick("int(wp.floor({}))", "int({})")
+    head += [f"i0 = {floor.format('x')}", f"j0 = {floor.format('y')}"]
+    head += p.pick(["i1 = wp.min(i0 + 1, f.shape[0] - 1)", "j1 = wp.min(j0 + 1, f.shape[1] - 1)"],
+                   ["i1 = wp.clamp(i0 + 1, 0, f.shape[0] - 1)", "j1 = wp.clamp(j0 + 1, 0, f.shape[1] - 1)"])
+    head += ["tx = x - float(i0)", "ty = y - float(j0)"]
+    form = p.pick("nested", "rows", "weights")
+    if form == "nested":
+        tail = ["return wp.lerp(wp.lerp(f[i0, j0], f[i1, j0], tx), wp.lerp(f[i0, j1], f[i1, j1], tx), ty)"]
+    elif form == "rows":
+        tail = ["a = wp.lerp(f[i0, j0], f[i1, j0], tx)", "b = wp.lerp(f[i0, j1], f[i1, j1], tx)",
+                "return wp.lerp(a, b, ty)"]
+    else:
+        tail = ["return (f[i0, j0] * ((1.0 - tx) * (1.0 - ty)) + f[i1, j0] * (tx * (1.0 - ty))",
+                "        + f[i0, j1] * ((1.0 - tx) * ty) + f[i1, j1] * (tx * ty))"]
+    body = "\n".join(INDENT + line for line in head + tail)
+    p.func(f"@wp.func\ndef {name}(f: wp.array2d(dtype={dtype}), {args}):\n{body}\n")
+    return f"{name}:vec" if by_vec else name
+
+
+def sample_call(sample: str, field: str, x: str, y: str) -> str:
+    """A call of a ``bilinear`` helper, by point or by coordinates as the helper takes them."""
+    if sample.endswith(":vec"):
+        point = "pos" if (x, y) == ("pos[0]", "pos[1]") else f"wp.vec2({x}, {y})"
+        return f"{sample[:-4]}({field}, {point})"
+    return f"{sample}({field}, {x}, {y})"
+
+
+def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, str]:
+    """Lines backtracing cell (i, j) along the velocity; returns the departure point's coordinates."""
+    inv_dx = p.scalar(p.pick("inv_dx", "inv_cell_size"), lo=0.5, hi=2.0) if p.chance(0.4) else None
+    step = f"{dt} * {inv_dx}" if inv_dx else dt
+    if p.coin(0.3) and inv_dx is None:  # lengths in world units: positions scaled by the cell size
+        h = p.scalar(p.pick("dx", "cell_size"), lo=0.5, hi=2.0)
+        step = f"{dt} / {h}"
+    p.add(f"v = {vel}[i, j]")
+    if vsample:  # second-order backtrace: the velocity half a step back (midpoint rule)
+        p.add(f"v = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
+    if p.coin():
+        p.add(f"pos = wp.vec2(float(i), float(j)) - v * ({step})")
+        return "pos[0]", "pos[1]"
+    p.add(f"x = float(i) - v[0] * {step}", f"y = float(j) - v[1] * {step}")
+    return "x", "y"
 
 
 @register("advection", 0.9, source="patterns")
@@ -193,19 +286,32 @@ def advection(rng, name, suffix, complexity):
     self_advect = rng.random() < 0.35
     q_type = T.VEC2F if self_advect else T.FLOAT32
     q = vel if self_advect else p.array(rng.choice(("density", "dye", "smoke", "temperature")), T.FLOAT32, ndim=2)
+    out = p.array(f"{q}_out" if rng.random() < 0.5 else f"{q}_next", q_type, "out", ndim=2)
     sample = bilinear(p, p.fl.spell(q_type))
-    scale = f" * {p.scalar('inv_dx', lo=0.5, hi=2.0)}" if p.chance(0.4) else ""
-    p.add(f"v = {vel}[i, j]")
-    if p.chance(0.4):  # second-order backtrace (midpoint)
+    if p.chance(0.3):  # a closed box: border cells keep a fixed value
+        keep = f"{q}[i, j]" if p.coin() else ("wp.vec2()" if self_advect else "0.0")
+        p.add(f"if i == 0 or j == 0 or i == {q}.shape[0] - 1 or j == {q}.shape[1] - 1:",
+              f"{INDENT}{out}[i, j] = {keep}", f"{INDENT}return")
+    vsample = None
+    if p.chance(0.4):
         vsample = sample if self_advect else bilinear(p, "wp.vec2", ("sample_velocity", "interpolate_velocity"))
-        p.add(f"v = {vsample}({vel}, float(i) - 0.5 * v[0] * {dt}{scale}, float(j) - 0.5 * v[1] * {dt}{scale})")
-    p.add(f"x = float(i) - v[0] * {dt}{scale}", f"y = float(j) - v[1] * {dt}{scale}")
-    value = f"{sample}({q}, x, y)"
+    x, y = departure(p, vel, dt, vsample)
+    value = p.let("value", sample_call(sample, q, x, y), inline=0.5)
     if p.chance(0.35):
         decay = p.scalar(rng.choice(("dissipation", "decay")), lo=0.0, hi=0.5)
-        value = f"{value} * (1.0 - {decay} * {dt})"
-    out = p.array(f"{q}_out" if rng.random() < 0.5 else f"{q}_next", q_type, "out", ndim=2)
+        value = f"{value} * " + p.pick(f"(1.0 - {decay} * {dt})", f"wp.exp(-{decay} * {dt})")
+    if not self_advect and p.chance(0.3):  # an emitter adds density where it injects
+        src = p.array(rng.choice(("source", "emitter", "inflow")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
+        value = f"{value} + {dt} * {src}[i, j]"
+    elif self_advect and p.chance(0.3):  # buoyancy or gravity on the advected velocity
+        g = p.scalar(rng.choice(("gravity", "buoyancy")), lo=-9.8, hi=9.8)
+        value = f"{value} + wp.vec2(0.0, {g} * {dt})"
+    if not self_advect and p.chance(0.25):  # interpolation and sources must not make density negative
+        value = f"wp.max({value}, 0.0)"
     p.add(f"{out}[i, j] = {value}")
+    if p.chance(0.25):  # the CFL number per cell, to choose the next time step
+        cfl = p.array(rng.choice(("cfl", "courant")), T.FLOAT32, "out", ndim=2)
+        p.add(f"{cfl}[i, j] = {p.length(f'{vel}[i, j]')} * {dt}")
     return p.finish(rng.choice(("advect", "semi_lagrangian", "advect_field")), p.kb.dims)
 
 
@@ -214,13 +320,34 @@ def _upwind(p: Pattern, vel: str, dt: str):
     rng = p.rng
     q = p.array(rng.choice(("density", "phi", "concentration")), T.FLOAT32, ndim=2)
     inv_dx = p.scalar(rng.choice(("inv_dx", "inv_h")), lo=0.5, hi=2.0)
-    p.add(f"ni = {q}.shape[0]", f"nj = {q}.shape[1]", f"v = {vel}[i, j]", f"c = {q}[i, j]",
-          f"if v[0] > 0.0:", f"{INDENT}dqdx = c - {q}[wp.max(i - 1, 0), j]", "else:",
-          f"{INDENT}dqdx = {q}[wp.min(i + 1, ni - 1), j] - c",
-          f"if v[1] > 0.0:", f"{INDENT}dqdy = c - {q}[i, wp.max(j - 1, 0)]", "else:",
-          f"{INDENT}dqdy = {q}[i, wp.min(j + 1, nj - 1)] - c")
-    out = p.array(f"{q}_out", T.FLOAT32, "out", ndim=2)
-    p.add(f"{out}[i, j] = c - {dt} * {inv_dx} * (v[0] * dqdx + v[1] * dqdy)")
+    named = p.coin()
+    if named:
+        p.add(f"ni = {q}.shape[0]", f"nj = {q}.shape[1]")
+    last = ("ni - 1", "nj - 1") if named else (f"{q}.shape[0] - 1", f"{q}.shape[1] - 1")
+    clamp = p.coin()
+    p.add(f"v = {vel}[i, j]", f"c = {q}[i, j]")
+    for axis, (d, idx, at) in enumerate((("dqdx", "i", "{}, j"), ("dqdy", "j", "i, {}"))):
+        lo = f"wp.clamp({idx} - 1, 0, {last[axis]})" if clamp else f"wp.max({idx} - 1, 0)"
+        hi = f"wp.clamp({idx} + 1, 0, {last[axis]})" if clamp else f"wp.min({idx} + 1, {last[axis]})"
+        back, fwd = f"c - {q}[{at.format(lo)}]", f"{q}[{at.format(hi)}] - c"
+        if p.coin(0.4):
+            p.add(f"{d} = wp.where(v[{axis}] > 0.0, {back}, {fwd})")
+        else:
+            p.add(f"if v[{axis}] > 0.0:", f"{INDENT}{d} = {back}", "else:", f"{INDENT}{d} = {fwd}")
+    rate = p.pick("v[0] * dqdx + v[1] * dqdy", "wp.dot(v, wp.vec2(dqdx, dqdy))")
+    value = f"c - {dt} * {inv_dx} * ({rate})"
+    if p.chance(0.3):
+        decay = p.scalar(rng.choice(("dissipation", "decay")), lo=0.0, hi=0.5)
+        p.add(f"c_new = {value}", f"c_new = c_new * (1.0 - {decay} * {dt})")
+        value = "c_new"
+    if p.chance(0.3):
+        src = p.array(rng.choice(("source", "emitter")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
+        value = f"{value} + {dt} * {src}[i, j]"
+    out = p.array(f"{q}_out" if p.coin() else f"{q}_next", T.FLOAT32, "out", ndim=2)
+    p.add(f"{out}[i, j] = {value}")
+    if p.chance(0.25):  # the local rate of change, for an adaptive step
+        rate_out = p.array(rng.choice(("dqdt", "rate")), T.FLOAT32, "out", ndim=2)
+        p.add(f"{rate_out}[i, j] = -{inv_dx} * ({rate})")
     return p.finish(rng.choice(("advect_upwind", "upwind_step")), p.kb.dims)
 
 
@@ -229,39 +356,92 @@ def _upwind(p: Pattern, vel: str, dt: str):
 
 
 def sphere_hit(p: Pattern) -> str:
+    """A ``@wp.func`` ray-sphere test returning the nearest hit distance or -1, in one of its forms."""
     name = p.name(p.rng.choice(("intersect_sphere", "ray_sphere", "hit_sphere")))
-    p.func(f"""
-@wp.func
-def {name}(ro: wp.vec3, rd: wp.vec3, center: wp.vec3, radius: float):
-    oc = ro - center
-    b = wp.dot(oc, rd)
-    c = wp.dot(oc, oc) - radius * radius
-    disc = b * b - c
-    if disc < 0.0:
-        return -1.0
-    return -b - wp.sqrt(disc)
-""")
+    if p.coin():  # half-b form for a unit direction
+        body = ["oc = ro - center", "b = wp.dot(oc, rd)", "c = wp.dot(oc, oc) - radius * radius", "disc = b * b - c"]
+        root = "-b - wp.sqrt(disc)"
+    else:  # the full quadratic, direction of any length
+        body = ["oc = ro - center", "a = wp.dot(rd, rd)", "b = 2.0 * wp.dot(oc, rd)",
+                "c = wp.dot(oc, oc) - radius * radius", "disc = b * b - 4.0 * a * c"]
+        root = "(-b - wp.sqrt(disc)) / (2.0 * a)"
+    if p.coin():
+        body += ["if disc < 0.0:", f"{INDENT}return -1.0", f"return {root}"]
+    else:
+        body += [f"return wp.where(disc < 0.0, -1.0, {root.replace('wp.sqrt(disc)', 'wp.sqrt(wp.max(disc, 0.0))')})"]
+    lines = "\n".join(INDENT + b for b in body)
+    p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, center: wp.vec3, radius: float):\n{lines}\n")
     return name
 
 
 def box_hit(p: Pattern) -> str:
+    """A ``@wp.func`` slab test against an axis-aligned box, by loop over axes or per component."""
     name = p.name(p.rng.choice(("intersect_box", "ray_aabb", "slab_test")))
-    p.func(f"""
-@wp.func
-def {name}(ro: wp.vec3, rd: wp.vec3, lower: wp.vec3, upper: wp.vec3):
-    t0 = float(0.0)
-    t1 = float(1.0e6)
-    for axis in range(3):
-        inv = 1.0 / wp.where(wp.abs(rd[axis]) > 1.0e-6, rd[axis], 1.0e-6)
-        ta = (lower[axis] - ro[axis]) * inv
-        tb = (upper[axis] - ro[axis]) * inv
-        t0 = wp.max(t0, wp.min(ta, tb))
-        t1 = wp.min(t1, wp.max(ta, tb))
-    if t0 > t1:
-        return -1.0
-    return t0
-""")
+    if p.coin():
+        body = ["t0 = float(0.0)", "t1 = float(1.0e6)", "for axis in range(3):",
+                f"{INDENT}inv = 1.0 / wp.where(wp.abs(rd[axis]) > 1.0e-6, rd[axis], 1.0e-6)",
+                f"{INDENT}ta = (lower[axis] - ro[axis]) * inv", f"{INDENT}tb = (upper[axis] - ro[axis]) * inv",
+                f"{INDENT}t0 = wp.max(t0, wp.min(ta, tb))", f"{INDENT}t1 = wp.min(t1, wp.max(ta, tb))"]
+    else:  # all three slabs at once with component-wise vector operations
+        body = ["inv = wp.cw_div(wp.vec3(1.0), rd + wp.vec3(1.0e-9))",
+                "ta = wp.cw_mul(lower - ro, inv)", "tb = wp.cw_mul(upper - ro, inv)",
+                "tmin = wp.min(ta, tb)", "tmax = wp.max(ta, tb)",
+                "t0 = wp.max(wp.max(tmin[0], tmin[1]), wp.max(tmin[2], 0.0))",
+                "t1 = wp.min(wp.min(tmax[0], tmax[1]), tmax[2])"]
+    body += ["if t0 > t1:", f"{INDENT}return -1.0", "return t0"]
+    lines = "\n".join(INDENT + b for b in body)
+    p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, lower: wp.vec3, upper: wp.vec3):\n{lines}\n")
     return name
+
+
+def camera_ray(p: Pattern, image: str) -> None:
+    """Lines computing ``ro`` and ``rd`` of pixel (i, j): pinhole camera, position and field of view."""
+    rng = p.rng
+    w, h = f"{image}.shape[1]", f"{image}.shape[0]"
+    if p.coin(0.3):
+        w, h = p.count("width", p.kb.dims[1]), p.count("height", p.kb.dims[0])
+    fov = p.scalar(rng.choice(("fov", "tan_half_fov")), lo=0.3, hi=1.2)
+    if p.coin():
+        p.add(f"sx = (float(j) + 0.5) / float({w}) * 2.0 - 1.0", f"sy = (float(i) + 0.5) / float({h}) * 2.0 - 1.0")
+    else:
+        p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
+              f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
+    cam = p.pick("array", "literal", "param")
+    if cam == "array":
+        c = p.array(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5, shape=(1,))
+        p.add(f"ro = {c}[0] + wp.vec3(0.0, 0.0, 4.0)")
+    elif cam == "param":
+        dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
+        p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
+    else:
+        p.add(f"ro = wp.vec3(0.0, {fmt(rng.uniform(0.0, 1.0))}, {fmt(rng.uniform(3.0, 6.0))})")
+    p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
+
+
+def shade(p: Pattern, normal: str) -> str:
+    """Lines computing a diffuse ``shade`` from the normal; returns the colour expression."""
+    rng = p.rng
+    kind = p.pick("headlight", "directional", "directional", "two_lights")
+    if kind == "headlight":
+        p.add(f"shade = wp.max(-wp.dot({normal}, rd), 0.0)")
+    elif kind == "directional":
+        p.add(f"light = wp.normalize(wp.vec3({fmt(rng.uniform(-1, 1))}, 1.0, {fmt(rng.uniform(-1, 1))}))",
+              f"shade = wp.max(wp.dot({normal}, light), 0.0)")
+    else:
+        lights = p.array(rng.choice(("light_dirs", "lights")), T.VEC3F, lo=-1.0, hi=1.0, shape=(rng.randint(1, 4),))
+        p.add("shade = float(0.0)", f"for l in range({lights}.shape[0]):",
+              f"{INDENT}shade += wp.max(wp.dot({normal}, wp.normalize({lights}[l])), 0.0)")
+    if p.chance(0.3):
+        ambient = p.scalar(rng.choice(("ambient", "ambient_light")), lo=0.0, hi=0.3)
+        p.add(f"shade = {ambient} + (1.0 - {ambient}) * shade")
+    albedo = f"wp.vec3({', '.join(fmt(rng.uniform(0.3, 1.0)) for _ in range(3))})"
+    if p.coin(0.3):
+        colors = p.array(rng.choice(("albedo", "base_color")), T.VEC3F, lo=0.0, hi=1.0, shape=(1,))
+        albedo = f"{colors}[0]"
+    value = f"{albedo} * shade"
+    if p.chance(0.25):  # gamma correction
+        value = f"{albedo} * wp.pow(shade, 1.0 / 2.2)" if p.coin() else f"{albedo} * wp.sqrt(shade)"
+    return value
 
 
 @register("ray_cast", 0.9, source="patterns")
@@ -275,25 +455,31 @@ def ray_cast(rng, name, suffix, complexity):
     else:
         image = p.array(rng.choice(("pixels", "image", "color")), T.VEC3F, "out", ndim=2)
     normal = None if is_depth else "n"  # a depth image needs no normals
-    fov = p.scalar(rng.choice(("fov", "tan_half_fov")), lo=0.3, hi=1.2)
-    p.add("sx = (float(j) + 0.5) / float(" + image + ".shape[1]) * 2.0 - 1.0",
-          "sy = (float(i) + 0.5) / float(" + image + ".shape[0]) * 2.0 - 1.0")
-    if rng.random() < 0.5:
-        cam = p.array(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5, shape=(1,))
-        p.add(f"ro = {cam}[0] + wp.vec3(0.0, 0.0, 4.0)")
-    else:
-        p.add(f"ro = wp.vec3(0.0, {fmt(rng.uniform(0.0, 1.0))}, {fmt(rng.uniform(3.0, 6.0))})")
-    p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))", "t_min = float(1.0e6)")
+    camera_ray(p, image)
+    far = p.pick("1.0e6", "1.0e6", "max_t")
+    if far == "max_t":
+        far = p.scalar("max_t", lo=50.0, hi=100.0)
+    p.add(f"t_min = {far}" if far != "1.0e6" else "t_min = float(1.0e6)")
     if normal:
         p.add("n = wp.vec3(0.0)")
     if rng.random() < 0.75:
         hit = sphere_hit(p)
         n_spheres = rng.randint(1, 6)
-        centers = p.array(rng.choice(("centers", "sphere_pos")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_spheres,))
-        radii = p.array(rng.choice(("radii", "sphere_radius")), T.FLOAT32, lo=0.2, hi=0.8, shape=(n_spheres,))
-        p.add(f"for s in range({centers}.shape[0]):", f"{INDENT}t = {hit}(ro, rd, {centers}[s], {radii}[s])",
+        if p.coin(0.3):  # spheres packed as (center, radius) in a vec4
+            spheres = p.array(rng.choice(("spheres", "sphere_data")), T.VEC4F, lo=-1.0, hi=1.0, shape=(n_spheres,))
+            p.add(f"for s in range({spheres}.shape[0]):", f"{INDENT}sphere = {spheres}[s]",
+                  f"{INDENT}center = wp.vec3(sphere[0], sphere[1], sphere[2])",
+                  f"{INDENT}radius = 0.2 + 0.5 * wp.abs(sphere[3])")
+            center, radius = "center", "radius"
+        else:
+            centers = p.array(rng.choice(("centers", "sphere_pos")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_spheres,))
+            radii = p.array(rng.choice(("radii", "sphere_radius")), T.FLOAT32, lo=0.2, hi=0.8, shape=(n_spheres,))
+            p.add(f"for s in range({centers}.shape[0]):")
+            center, radius = f"{centers}[s]", f"{radii}[s]"
+        p.add(f"{INDENT}t = {hit}(ro, rd, {center}, {radius})",
               f"{INDENT}if t > 0.0 and t < t_min:", f"{INDENT * 2}t_min = t",
-              normal and f"{INDENT * 2}n = wp.normalize(ro + rd * t - {centers}[s])")
+              normal and f"{INDENT * 2}n = " + p.pick(f"wp.normalize(ro + rd * t - {center})",
+                                                       f"(ro + rd * t - {center}) / {radius}"))
     else:
         hit = box_hit(p)
         lower = p.array("box_lower", T.VEC3F, lo=-1.0, hi=-0.2, shape=(1,))
@@ -305,19 +491,23 @@ def ray_cast(rng, name, suffix, complexity):
         p.add("if rd[1] < -1.0e-4:", f"{INDENT}tp = ({ground} - ro[1]) / rd[1]",
               f"{INDENT}if tp > 0.0 and tp < t_min:", f"{INDENT * 2}t_min = tp",
               normal and f"{INDENT * 2}n = wp.vec3(0.0, 1.0, 0.0)")
+    hit_any = f"t_min < {far}"
     if is_depth:
-        p.add(f"{image}[i, j] = wp.where(t_min < 1.0e6, t_min, 0.0)")
-    else:
-        if rng.random() < 0.5:
-            p.add(f"light = wp.normalize(wp.vec3({fmt(rng.uniform(-1, 1))}, 1.0, {fmt(rng.uniform(-1, 1))}))",
-                  "shade = wp.max(wp.dot(n, light), 0.0)")
+        if p.coin():
+            p.add(f"{image}[i, j] = wp.where({hit_any}, t_min, 0.0)")
         else:
-            p.add("shade = wp.max(-wp.dot(n, rd), 0.0)")
-        albedo = f"wp.vec3({', '.join(fmt(rng.uniform(0.3, 1.0)) for _ in range(3))})"
-        value = f"{albedo} * shade"
+            p.add(f"if {hit_any}:", f"{INDENT}{image}[i, j] = t_min", "else:", f"{INDENT}{image}[i, j] = 0.0")
+    else:
+        value = shade(p, normal)
         if p.chance(0.4):
             sky = f"wp.vec3({fmt(rng.uniform(0.3, 0.6))}, {fmt(rng.uniform(0.5, 0.8))}, 1.0)"
-            value = f"wp.where(t_min < 1.0e6, {value}, {sky})"
+            if p.coin():
+                value = f"wp.where({hit_any}, {value}, {sky})"
+            else:  # a vertical gradient for the sky
+                value = f"wp.where({hit_any}, {value}, wp.lerp({sky}, wp.vec3(1.0), 0.5 * (rd[1] + 1.0)))"
         p.add(f"{image}[i, j] = {value}")
+        if p.chance(0.25):
+            depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2)
+            p.add(f"{depth}[i, j] = t_min")
     # renders are discontinuous at silhouettes: no gradient check
     return p.finish(rng.choice(("render", "raycast", "trace_rays", "draw")), p.kb.dims, ["i", "j"], differentiable=False)

@@ -50,55 +50,107 @@ def _covariance(p: Pattern):
     rng, fl = p.rng, p.fl
     n, k = p.kb.dims[0], rng.randint(3, 6)
     x = p.array(rng.choice(("positions", "points", "rest_positions")), fl.vec, lo=-1.0, hi=1.0)
-    nbr = p.array(rng.choice(("neighbors", "neighbor_indices")), T.INT32, lo=0, hi=n - 1, shape=(n, k))
-    p.add(f"c = {x}[tid]", f"A = {fl.m}()")
+    padded = p.coin(0.35)  # unused neighbour slots hold -1
+    nbr = p.array(rng.choice(("neighbors", "neighbor_indices")), T.INT32, lo=-1 if padded else 0, hi=n - 1,
+                  shape=(n, k))
+    p.guard("tid", x, ("num_points", n))
+    p.add(f"c = {x}[tid]", p.pick(f"A = {fl.m}()", f"A = {fl.m}({', '.join([fl.lit(0.0)] * 9)})"))
     if p.chance(0.5):
         wts = p.array(rng.choice(("weights", "neighbor_weights")), fl.scalar, lo=0.0, hi=1.0, shape=(n, k))
         term = f"wp.outer(d, d) * {wts}[tid, m]"
     else:
         term = "wp.outer(d, d)"
-    p.add(f"for m in range({k}):", f"{INDENT}d = {x}[{nbr}[tid, m]] - c", f"{INDENT}A += {term}")
-    reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.01, hi=0.5)
-    p.add(f"A += {identity(fl)} * {reg}")
+    count = p.pick(str(k), f"{nbr}.shape[1]")
+    p.add(f"for m in range({count}):")
+    if padded:
+        p.add(f"j = {nbr}[tid, m]", "if j < 0:", f"{INDENT}continue", f"d = {x}[j] - c", indent=1)
+    else:
+        p.add(f"d = {x}[{nbr}[tid, m]] - c", indent=1)
+    p.add(f"A += {term}", indent=1)
+    # a regulariser large enough that the solve is well conditioned (gradients checked by differences)
+    reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
+    p.add(p.pick(f"A += {identity(fl)} * {reg}", f"A = A + wp.diag({fl.v}({reg}, {reg}, {reg}))"))
     use = rng.choice(("solve", "solve", "polar", "eig", "det"))
-    diff = use in ("solve", "det")
+    # Warp's adjoint of a matrix carried through a dynamic loop disagrees with finite differences
+    diff = use in ("solve", "det") and count == str(k)
     if use == "solve":
         b = p.array(rng.choice(("rhs", "b", "targets")), fl.vec)
         out = p.array(rng.choice(("solution", "result")), fl.vec, "out")
-        p.add(f"{out}[tid] = wp.inverse(A) * {b}[tid]")
+        p.add(*p.pick([f"{out}[tid] = wp.inverse(A) * {b}[tid]"],
+                      ["A_inv = wp.inverse(A)", f"{out}[tid] = wp.mul(A_inv, {b}[tid])"],
+                      ["x = wp.inverse(A) * " + f"{b}[tid]", f"{out}[tid] = x"]))
+        if p.lines[-1].endswith("= x") and p.chance(0.5):  # the residual of the solve, as a check
+            res = p.array(rng.choice(("residual", "solve_error")), fl.scalar, "out")
+            p.add(f"{res}[tid] = {p.length(f'A * x - {b}[tid]')}")
     elif use == "polar":  # nearest rotation: A = U S V^T -> R = U V^T
         out = p.array(rng.choice(("rotations", "R_out")), fl.mat, "out")
-        p.add(f"U = {fl.m}()", f"S = {fl.v}()", f"V = {fl.m}()", "wp.svd3(A, U, S, V)",
-              f"{out}[tid] = U * wp.transpose(V)")
+        p.add(f"U = {fl.m}()", f"S = {fl.v}()", f"V = {fl.m}()", "wp.svd3(A, U, S, V)")
+        if p.coin(0.4):  # keep a proper rotation: flip the last column when det < 0
+            p.add("R = U * wp.transpose(V)", "if wp.determinant(R) < 0.0:",
+                  f"{INDENT}U = U * wp.diag({fl.v}({fl.lit(1.0)}, {fl.lit(1.0)}, {fl.lit(-1.0)}))",
+                  f"{INDENT}R = U * wp.transpose(V)", f"{out}[tid] = R")
+        else:
+            p.add(f"{out}[tid] = U * wp.transpose(V)")
+        if p.chance(0.3):
+            sv = p.array(rng.choice(("singular_values", "stretches")), fl.vec, "out")
+            p.add(f"{sv}[tid] = S")
     elif use == "eig":
         out = p.array(rng.choice(("eigenvalues", "principal_values")), fl.vec, "out")
         p.add(f"Q = {fl.m}()", f"d = {fl.v}()", "wp.eig3(A, Q, d)", f"{out}[tid] = d")
+        if p.chance(0.35):  # the eigenvector of the smallest eigenvalue: a surface normal estimate
+            normals = p.array(rng.choice(("normals", "principal_axis")), fl.vec, "out")
+            p.add(f"{normals}[tid] = {fl.v}(Q[0, 0], Q[1, 0], Q[2, 0])")
     else:
         out = p.array(rng.choice(("determinants", "volume_ratio")), fl.scalar, "out")
-        p.add(f"{out}[tid] = wp.determinant(A)")
+        p.add(f"{out}[tid] = " + p.pick("wp.determinant(A)", "wp.determinant(A) / wp.trace(A)"))
     return p.finish(rng.choice(("assemble_covariance", "shape_matching", "compute_covariance")), p.kb.dims,
                     differentiable=diff)
 
 
 def _jacobi(p: Pattern):
-    """A fixed number of Jacobi sweeps on a diagonally dominant per-thread 3x3 system."""
+    """A fixed number of Jacobi (or Gauss-Seidel) sweeps on a diagonally dominant per-thread 3x3 system."""
     rng, fl = p.rng, p.fl
     mats = p.array(rng.choice(("matrices", "A", "blocks")), fl.mat, lo=-1.0, hi=1.0)
     b = p.array(rng.choice(("rhs", "b")), fl.vec)
     shift = p.scalar(rng.choice(("diagonal_shift", "mass_shift")), lo=4.0, hi=8.0)
-    iters = rng.randint(2, 8)
-    p.add(f"M = {mats}[tid] + {identity(fl)} * {shift}", f"r = {b}[tid]", f"x = {fl.v}()")
+    iters = str(rng.randint(2, 8)) if p.coin(0.6) else p.scalar(rng.choice(("iterations", "num_iters")), T.INT32, lo=2, hi=8)
+    p.guard("tid", mats, ("num_blocks", p.kb.dims[0]))
+    p.add(p.pick(f"M = {mats}[tid] + {identity(fl)} * {shift}",
+                 f"M = {mats}[tid] + wp.diag({fl.v}({shift}, {shift}, {shift}))"), f"r = {b}[tid]")
+    if p.coin(0.3):
+        x0 = p.array(rng.choice(("x_init", "guess")), fl.vec)
+        p.add(f"x = {x0}[tid]")
+    else:
+        p.add(f"x = {fl.v}()")
     rows = []
     for row in range(3):
         others = " - ".join(f"M[{row}, {c}] * x[{c}]" for c in range(3) if c != row)
         rows.append(f"(r[{row}] - {others}) / M[{row}, {row}]")
-    p.add(f"for it in range({iters}):", f"{INDENT}x = {fl.v}({', '.join(rows)})")
+    style = p.pick("jacobi", "seidel", "residual")
+    if style == "jacobi" and p.chance(0.4):  # weighted Jacobi: relax towards the sweep's result
+        omega = p.scalar(rng.choice(("omega", "relaxation")), lo=0.5, hi=1.0)
+        p.add(f"for it in range({iters}):", f"{INDENT}x_new = {fl.v}({', '.join(rows)})",
+              f"{INDENT}x = x + {omega} * (x_new - x)")
+    elif style == "jacobi":
+        p.add(f"for it in range({iters}):", f"{INDENT}x = {fl.v}({', '.join(rows)})")
+    elif style == "seidel":  # Gauss-Seidel: each row uses the rows already updated
+        p.add(f"for it in range({iters}):")
+        p.add(*SEIDEL_ROWS, f"x = {fl.v}(x0, x1, x2)", indent=1)
+    else:  # x += D^-1 (b - M x), with the diagonal as preconditioner
+        p.add(f"d = {fl.v}(M[0, 0], M[1, 1], M[2, 2])", f"for it in range({iters}):",
+              f"{INDENT}res = r - M * x", f"{INDENT}x = x + wp.cw_div(res, d)")
     out = p.array(rng.choice(("x_out", "solution")), fl.vec, "out")
     if p.chance(0.4):
         res = p.array(rng.choice(("residual", "residual_norm")), fl.scalar, "out")
-        p.add(f"{res}[tid] = wp.length(r - M * x)")
+        p.add(f"{res}[tid] = {p.length('r - M * x')}")
     p.add(f"{out}[tid] = x")
-    return p.finish(rng.choice(("jacobi_solve", "block_jacobi", "solve_blocks")), p.kb.dims)
+    return p.finish(rng.choice(("jacobi_solve", "block_jacobi", "solve_blocks")), p.kb.dims,
+                    differentiable=iters.isdigit())  # no gradient check through a dynamic loop
+
+
+SEIDEL_ROWS = ("x0 = (r[0] - M[0, 1] * x[1] - M[0, 2] * x[2]) / M[0, 0]",
+               "x1 = (r[1] - M[1, 0] * x0 - M[1, 2] * x[2]) / M[1, 1]",
+               "x2 = (r[2] - M[2, 0] * x0 - M[2, 1] * x1) / M[2, 2]")
 
 
 def _damped_least_squares(p: Pattern):
@@ -107,13 +159,31 @@ def _damped_least_squares(p: Pattern):
     jac = p.array(rng.choice(("jacobians", "effector_jacobians")), fl.mat, lo=-1.0, hi=1.0)
     err = p.array(rng.choice(("errors", "targets_error", "residuals")), fl.vec)
     lam = p.scalar(rng.choice(("damping", "lambda_reg")), lo=0.1, hi=1.0)
-    p.add(f"J = {jac}[tid]", f"JJt = J * wp.transpose(J) + {identity(fl)} * ({lam} * {lam})",
-          f"dq = wp.transpose(J) * (wp.inverse(JJt) * {err}[tid])")
+    p.guard("tid", jac, ("num_effectors", p.kb.dims[0]))
+    p.add(f"J = {jac}[tid]")
+    if p.coin(0.25):  # the Jacobian-transpose method: no solve, a gradient step
+        p.add(f"e = {err}[tid]", "dq = wp.transpose(J) * e")
+        if p.coin():  # the step length that minimises |e - J dq| along dq
+            p.add("Jdq = J * dq", f"dq = dq * (wp.dot(e, Jdq) / wp.max(wp.dot(Jdq, Jdq), {fl.lit(1.0e-8)}))")
+    elif p.coin():
+        p.add("Jt = wp.transpose(J)", f"JJt = J * Jt + {identity(fl)} * ({lam} * {lam})",
+              f"dq = Jt * (wp.inverse(JJt) * {err}[tid])")
+    else:
+        p.add(f"JJt = J * wp.transpose(J) + {identity(fl)} * ({lam} * {lam})",
+              f"dq = wp.transpose(J) * (wp.inverse(JJt) * {err}[tid])")
     if p.chance(0.4):
         step = p.scalar(rng.choice(("step_size", "alpha")), lo=0.1, hi=1.0)
         p.add(f"dq = dq * {step}")
-    q = p.array(rng.choice(("joint_q", "q")), fl.vec, "inout")
-    p.add(f"{q}[tid] = {q}[tid] + dq")
+    if p.chance(0.3):  # limit the step length
+        max_step = p.scalar(rng.choice(("max_step", "step_limit")), lo=0.1, hi=1.0)
+        p.add(f"n = {p.length('dq')}", f"if n > {max_step}:", f"{INDENT}dq = dq * ({max_step} / n)")
+    if p.coin(0.6):
+        q = p.array(rng.choice(("joint_q", "q")), fl.vec, "inout")
+        p.add(f"{q}[tid] = {q}[tid] + dq")
+    else:
+        q = p.array(rng.choice(("joint_q", "q")), fl.vec)
+        q_out = p.array(rng.choice(("joint_q_out", "q_next")), fl.vec, "out")
+        p.add(f"{q_out}[tid] = {q}[tid] + dq")
     return p.finish(rng.choice(("ik_step", "damped_least_squares", "solve_ik")), p.kb.dims)
 
 
@@ -121,15 +191,31 @@ def _ell_matvec(p: Pattern):
     """y = A x with A stored as ELL: a fixed number of (column, value) slots per row."""
     rng, fl = p.rng, p.fl
     n, k = p.kb.dims[0], rng.randint(2, 7)
-    cols = p.array(rng.choice(("columns", "col_indices")), T.INT32, lo=0, hi=n - 1, shape=(n, k))
+    padded = p.coin(0.4)  # unused slots hold column -1
+    cols = p.array(rng.choice(("columns", "col_indices")), T.INT32, lo=-1 if padded else 0, hi=n - 1, shape=(n, k))
     vals = p.array(rng.choice(("values", "coefficients")), fl.scalar, shape=(n, k))
     x = p.array("x", fl.scalar)
-    p.add(f"s = {fl.lit(0.0) if fl.f64 else 'float(0.0)'}", f"for m in range({cols}.shape[1]):",
-          f"{INDENT}s += {vals}[tid, m] * {x}[{cols}[tid, m]]")
+    p.guard("tid", x, ("num_rows", n))
+    p.add(f"s = {fl.lit(0.0) if fl.f64 else 'float(0.0)'}", f"for m in range({p.pick(str(k), f'{cols}.shape[1]')}):")
+    if padded:
+        if p.coin():
+            p.add(f"c = {cols}[tid, m]", "if c < 0:", f"{INDENT}continue", f"s += {vals}[tid, m] * {x}[c]", indent=1)
+        else:
+            p.add(f"c = {cols}[tid, m]", "if c >= 0:", f"{INDENT}s += {vals}[tid, m] * {x}[c]", indent=1)
+    else:
+        p.add(f"s += {vals}[tid, m] * {x}[{cols}[tid, m]]", indent=1)
     y = p.array(rng.choice(("y", "Ax", "result")), fl.scalar, "out")
-    if p.chance(0.4):  # residual r = b - A x, as an iterative solver needs
+    kind = p.pick("plain", "residual", "jacobi")
+    if kind == "residual":  # residual r = b - A x, as an iterative solver needs
         b = p.array("b", fl.scalar)
-        p.add(f"{y}[tid] = {b}[tid] - s")
+        p.add(f"r = {b}[tid] - s", f"{y}[tid] = r")
+        if p.chance(0.4):
+            norm = p.array(rng.choice(("residual_sq", "r_dot_r")), fl.scalar, "out", shape=(1,))
+            p.add(f"wp.atomic_add({norm}, 0, r * r)")
+    elif kind == "jacobi":  # one Jacobi step with the off-diagonal sum: x' = (b - s) / diag
+        b = p.array("b", fl.scalar)
+        diag = p.array(rng.choice(("diag", "diagonal")), fl.scalar, lo=2.0, hi=4.0)
+        p.add(f"{y}[tid] = ({b}[tid] - s) / {diag}[tid]")
     else:
         p.add(f"{y}[tid] = s")
     return p.finish(rng.choice(("spmv_ell", "ell_matvec", "apply_matrix")), p.kb.dims)
@@ -149,36 +235,62 @@ def rigid_body(rng, name, suffix, complexity):
 
 
 def _integrate_bodies(p: Pattern):
+    """Semi-implicit Euler for rigid bodies: forces, torques through the world inertia, quaternion update."""
     rng = p.rng
+    n = p.kb.dims[0]
     spatial = rng.random() < 0.5
     q = p.array(rng.choice(("body_q", "body_transforms")), T.TRANSFORMF, "inout" if spatial else "in")
+    p.guard("tid", q, ("body_count", n), p=0.3)
     p.add(f"tf = {q}[tid]", "x = wp.transform_get_translation(tf)", "r = wp.transform_get_rotation(tf)")
     if spatial:
         qd = p.array(rng.choice(("body_qd", "body_velocities")), T.SPATIAL_VECTORF, "inout")
-        p.add(f"w = wp.spatial_top({qd}[tid])", f"v = wp.spatial_bottom({qd}[tid])")
+        p.add(*p.pick([f"w = wp.spatial_top({qd}[tid])", f"v = wp.spatial_bottom({qd}[tid])"],
+                      [f"qd = {qd}[tid]", "w = wp.spatial_top(qd)", "v = wp.spatial_bottom(qd)"]))
     else:
         lin = p.array(rng.choice(("linear_velocity", "body_v")), T.VEC3F, "inout")
         ang = p.array(rng.choice(("angular_velocity", "body_w")), T.VEC3F, "inout")
         p.add(f"v = {lin}[tid]", f"w = {ang}[tid]")
-    dt = p.scalar("dt", lo=0.001, hi=0.02)
+    if p.coin(0.3):  # the step's settings in one struct
+        params = p.struct("StepParams", [("dt", T.FLOAT32), ("gravity", T.VEC3F)], "params", 0.001, 0.02)
+        dt, g_vec = f"{params}.dt", f"{params}.gravity"
+    else:
+        dt, g_vec = p.scalar("dt", lo=0.001, hi=0.02), None
     if p.chance(0.7):
         f = p.array(rng.choice(("body_f", "forces")), T.VEC3F)
         inv_m = p.array(rng.choice(("inv_mass", "body_inv_mass")), T.FLOAT32, lo=0.0, hi=2.0)
-        gravity = p.scalar("gravity", lo=-9.8, hi=-1.0)
-        p.add(f"v = v + ({f}[tid] * {inv_m}[tid] + wp.vec3(0.0, {gravity}, 0.0)) * {dt}")
+        g_vec = g_vec or f"wp.vec3(0.0, {p.scalar('gravity', lo=-9.8, hi=-1.0)}, 0.0)"
+        if p.coin():
+            p.add(f"v = v + ({f}[tid] * {inv_m}[tid] + {g_vec}) * {dt}")
+        else:
+            p.add(f"a = {f}[tid] * {inv_m}[tid]", f"a = a + {g_vec}", f"v += a * {dt}")
     if p.chance(0.6):  # torque through the world-space inverse inertia R I^-1 R^T
         tau = p.array(rng.choice(("torques", "body_tau")), T.VEC3F)
         inv_i = p.array(rng.choice(("inv_inertia", "body_inv_inertia")), T.MAT33F, lo=0.0, hi=1.0)
-        p.add("R = wp.quat_to_matrix(r)", f"w = w + R * ({inv_i}[tid] * (wp.transpose(R) * {tau}[tid])) * {dt}")
+        if p.coin():
+            p.add("R = wp.quat_to_matrix(r)", f"w = w + R * ({inv_i}[tid] * (wp.transpose(R) * {tau}[tid])) * {dt}")
+        else:  # the same through quaternion rotations, without forming R
+            p.add(f"tau_body = wp.quat_rotate_inv(r, {tau}[tid])",
+                  f"w = w + wp.quat_rotate(r, {inv_i}[tid] * tau_body) * {dt}")
     if p.chance(0.4):
         damp = p.scalar(rng.choice(("angular_damping", "damping")), lo=0.0, hi=0.5)
-        p.add(f"w = w * (1.0 - {damp} * {dt})")
-    p.add(f"x = x + v * {dt}", f"r = wp.normalize(r + wp.quat(w, 0.0) * r * (0.5 * {dt}))")
+        p.add(p.pick(f"w = w * (1.0 - {damp} * {dt})", f"w = w * wp.exp(-{damp} * {dt})"))
+    if p.chance(0.25):
+        lin_damp = p.scalar(rng.choice(("linear_damping", "drag")), lo=0.0, hi=0.5)
+        p.add(f"v = v * (1.0 - {lin_damp} * {dt})")
+    p.add(f"x = x + v * {dt}")
+    if p.coin(0.35):  # exact rotation by the angle |w| dt about w
+        p.add(f"angle = {p.length('w')} * {dt}", "if angle > 1.0e-8:",
+              f"{INDENT}r = wp.normalize(wp.quat_from_axis_angle(wp.normalize(w), angle) * r)")
+    else:
+        p.add(f"r = wp.normalize(r + wp.quat(w, 0.0) * r * (0.5 * {dt}))")
     if spatial:
         p.add(f"{q}[tid] = wp.transform(x, r)", f"{qd}[tid] = wp.spatial_vector(w, v)")
     else:
         out = p.array(rng.choice(("body_q_out", "body_q_next")), T.TRANSFORMF, "out")
         p.add(f"{out}[tid] = wp.transform(x, r)", f"{lin}[tid] = v", f"{ang}[tid] = w")
+    if p.chance(0.25):
+        ke = p.array(rng.choice(("kinetic_energy", "body_energy")), T.FLOAT32, "out", shape=(1,))
+        p.add(f"wp.atomic_add({ke}, 0, 0.5 * wp.dot(v, v))")
     return p.finish(rng.choice(("integrate_bodies", "integrate_rigid", "step_bodies")), p.kb.dims)
 
 
@@ -186,20 +298,44 @@ def _body_points(p: Pattern):
     """Points attached to bodies, moved to world space; optionally their velocities."""
     rng = p.rng
     n_bodies = rng.randint(1, 8)
-    body = p.array(rng.choice(("shape_body", "point_body", "body_index")), T.INT32, lo=0, hi=n_bodies - 1)
+    static = p.coin(0.35)  # body index -1: attached to the world
+    body = p.array(rng.choice(("shape_body", "point_body", "body_index")), T.INT32, lo=-1 if static else 0,
+                   hi=n_bodies - 1)
     q = p.array(rng.choice(("body_q", "body_transforms")), T.TRANSFORMF, shape=(n_bodies,))
     local = p.array(rng.choice(("local_points", "rest_points", "shape_points")), T.VEC3F)
-    p.add(f"b = {body}[tid]", f"X = {q}[b]", f"p = wp.transform_point(X, {local}[tid])")
+    p.guard("tid", local, ("num_points", p.kb.dims[0]))
+    p.add(f"b = {body}[tid]")
+    if static:
+        p.add("X = wp.transform_identity()", "if b >= 0:", f"{INDENT}X = {q}[b]")
+    else:
+        p.add(f"X = {q}[b]")
+    if p.coin(0.3):  # by hand: rotate, then translate
+        p.add(f"p = wp.quat_rotate(wp.transform_get_rotation(X), {local}[tid]) + wp.transform_get_translation(X)")
+    else:
+        p.add(f"p = wp.transform_point(X, {local}[tid])")
+    if p.chance(0.3):  # the point's normal moves with the body's rotation only
+        normals = p.array(rng.choice(("local_normals", "shape_normals")), T.VEC3F)
+        n_out = p.array(rng.choice(("world_normals", "normals_out")), T.VEC3F, "out")
+        p.add(f"{n_out}[tid] = wp.normalize(wp.transform_vector(X, {normals}[tid]))")
     out = p.array(rng.choice(("world_points", "points_out")), T.VEC3F, "out")
     p.add(f"{out}[tid] = p")
     if p.chance(0.5):
         qd = p.array(rng.choice(("body_qd", "body_velocities")), T.SPATIAL_VECTORF, shape=(n_bodies,))
         vel = p.array(rng.choice(("point_velocities", "velocities_out")), T.VEC3F, "out")
-        p.add(f"w = wp.spatial_top({qd}[b])", f"v = wp.spatial_bottom({qd}[b])",
-              f"{vel}[tid] = v + wp.cross(w, p - wp.transform_get_translation(X))")
+        if static:
+            p.add("twist = wp.spatial_vector()", "if b >= 0:", f"{INDENT}twist = {qd}[b]",
+                  "w = wp.spatial_top(twist)", "v = wp.spatial_bottom(twist)")
+        else:
+            p.add(f"w = wp.spatial_top({qd}[b])", f"v = wp.spatial_bottom({qd}[b])")
+        lever = p.let("r", "p - wp.transform_get_translation(X)")
+        p.add(f"{vel}[tid] = v + wp.cross(w, {lever})")
     if p.chance(0.35):  # a ground contact test on the moved point
         depth = p.array(rng.choice(("penetration", "contact_depth")), T.FLOAT32, "out")
-        p.add(f"{depth}[tid] = wp.max(-p[1], 0.0)")
+        if p.coin():
+            p.add(f"{depth}[tid] = wp.max(-p[1], 0.0)")
+        else:
+            ground = p.scalar(rng.choice(("ground_height", "ground_y")), lo=-0.5, hi=0.5)
+            p.add(f"d = {ground} - p[1]", "if d > 0.0:", f"{INDENT}{depth}[tid] = d")
     return p.finish(rng.choice(("transform_points", "update_shape_points", "body_points")), p.kb.dims)
 
 
@@ -211,12 +347,37 @@ def _skinning(p: Pattern):
     idx = p.array(rng.choice(("bone_indices", "joint_ids")), VEC4I, lo=0, hi=n_bones - 1)
     wts = p.array(rng.choice(("bone_weights", "skin_weights")), VEC4F, lo=0.0, hi=1.0)
     bones = p.array(rng.choice(("bone_transforms", "joint_q")), T.TRANSFORMF, shape=(n_bones,))
-    p.add(f"x = {rest}[tid]", f"ids = {idx}[tid]", f"ws = {wts}[tid]", "p = wp.vec3(0.0)")
-    p.add("for b in range(4):", f"{INDENT}p += ws[b] * wp.transform_point({bones}[ids[b]], x)")
+    p.guard("tid", rest, ("num_vertices", p.kb.dims[0]))
+    p.add(f"x = {rest}[tid]", f"ids = {idx}[tid]", f"ws = {wts}[tid]", p.pick("p = wp.vec3(0.0)", "p = wp.vec3()"))
+    normal = p.chance(0.3)
+    if normal:
+        rest_n = p.array(rng.choice(("rest_normals", "bind_normals")), T.VEC3F)
+        p.add(f"n0 = {rest_n}[tid]", "n = wp.vec3(0.0)")
+    loop = p.pick("loop", "unrolled", "skip")
+    if loop == "skip":  # slots with no weight cost nothing
+        p.add("for b in range(4):", f"{INDENT}if ws[b] > 0.0:", f"{INDENT * 2}X = {bones}[ids[b]]",
+              f"{INDENT * 2}p += ws[b] * wp.transform_point(X, x)")
+        if normal:
+            p.add(f"{INDENT * 2}n += ws[b] * wp.transform_vector(X, n0)")
+    elif loop == "loop":
+        p.add("for b in range(4):", f"{INDENT}X = {bones}[ids[b]]", f"{INDENT}p += ws[b] * wp.transform_point(X, x)")
+        if normal:
+            p.add(f"{INDENT}n += ws[b] * wp.transform_vector(X, n0)")
+    else:
+        p.add(*(f"p += ws[{b}] * wp.transform_point({bones}[ids[{b}]], x)" for b in range(4)))
+        if normal:
+            p.add(*(f"n += ws[{b}] * wp.transform_vector({bones}[ids[{b}]], n0)" for b in range(4)))
     if p.chance(0.4):  # weights need not sum to one: normalise
-        p.add("total = ws[0] + ws[1] + ws[2] + ws[3]", "p = p / wp.max(total, 1.0e-6)")
+        total = p.pick("ws[0] + ws[1] + ws[2] + ws[3]", "wp.dot(ws, wp.vec4(1.0))")
+        p.add(f"total = {total}", "p = p / wp.max(total, 1.0e-6)")
     out = p.array(rng.choice(("skinned_positions", "deformed", "vertices_out")), T.VEC3F, "out")
     p.add(f"{out}[tid] = p")
+    if normal:
+        n_out = p.array(rng.choice(("skinned_normals", "normals_out")), T.VEC3F, "out")
+        p.add(f"{n_out}[tid] = wp.normalize(n)")
+    if p.chance(0.25):
+        disp = p.array(rng.choice(("displacement", "offsets")), T.FLOAT32, "out")
+        p.add(f"{disp}[tid] = {p.length('p - x')}")
     return p.finish(rng.choice(("skin_mesh", "linear_blend_skinning", "apply_skinning")), p.kb.dims)
 
 
@@ -225,16 +386,43 @@ def _relative_transform(p: Pattern):
     rng = p.rng
     n_bodies = rng.randint(2, 8)
     q = p.array(rng.choice(("body_q", "body_transforms")), T.TRANSFORMF, shape=(n_bodies,))
-    parent = p.array(rng.choice(("joint_parent", "parents")), T.INT32, lo=0, hi=n_bodies - 1)
+    rooted = p.coin(0.4)  # parent -1: the joint attaches the child to the world
+    parent = p.array(rng.choice(("joint_parent", "parents")), T.INT32, lo=-1 if rooted else 0, hi=n_bodies - 1)
     child = p.array(rng.choice(("joint_child", "children")), T.INT32, lo=0, hi=n_bodies - 1)
-    p.add(f"X_wp = {q}[{parent}[tid]]", f"X_wc = {q}[{child}[tid]]",
-          "X_pc = wp.transform_multiply(wp.transform_inverse(X_wp), X_wc)")
+    p.guard("tid", parent, ("joint_count", p.kb.dims[0]))
+    if rooted:
+        p.add(f"parent = {parent}[tid]", "X_wp = wp.transform_identity()", "if parent >= 0:",
+              f"{INDENT}X_wp = {q}[parent]", f"X_wc = {q}[{child}[tid]]")
+    else:
+        p.add(f"X_wp = {q}[{parent}[tid]]", f"X_wc = {q}[{child}[tid]]")
+    if p.chance(0.3):  # joint frames attached to the bodies
+        xp = p.array(rng.choice(("joint_X_p", "parent_frame")), T.TRANSFORMF)
+        xc = p.array(rng.choice(("joint_X_c", "child_frame")), T.TRANSFORMF)
+        p.add(f"X_wp = wp.transform_multiply(X_wp, {xp}[tid])", f"X_wc = wp.transform_multiply(X_wc, {xc}[tid])")
+    p.add("X_pc = wp.transform_multiply(wp.transform_inverse(X_wp), X_wc)")
     err = p.array(rng.choice(("joint_error", "pos_error")), T.VEC3F, "out")
-    p.add(f"{err}[tid] = wp.transform_get_translation(X_pc)")
-    if p.chance(0.5):
+    if p.chance(0.3):  # the error against a target offset, and its size
+        target = p.array(rng.choice(("joint_target", "target_offset")), T.VEC3F)
+        p.add(f"e = wp.transform_get_translation(X_pc) - {target}[tid]", f"{err}[tid] = e")
+        norm = p.array(rng.choice(("error_norm", "violation")), T.FLOAT32, "out")
+        p.add(f"{norm}[tid] = {p.length('e')}")
+    else:
+        p.add(f"{err}[tid] = wp.transform_get_translation(X_pc)")
+    kind = p.pick(None, "axis_angle", "quat", "acos", "prismatic")
+    if kind == "acos":  # the rotation angle alone, from the scalar part of the quaternion
+        ang = p.array(rng.choice(("joint_angle", "rot_angle")), T.FLOAT32, "out")
+        p.add("dq = wp.transform_get_rotation(X_pc)", f"{ang}[tid] = 2.0 * wp.acos(wp.clamp(wp.abs(dq[3]), 0.0, 1.0))")
+    elif kind == "prismatic":  # the joint coordinate along its axis, in the parent frame
+        axis = p.array(rng.choice(("joint_axis", "axes")), T.VEC3F, lo=-1.0, hi=1.0)
+        q_out = p.array(rng.choice(("joint_q", "slide")), T.FLOAT32, "out")
+        p.add(f"{q_out}[tid] = wp.dot(wp.normalize({axis}[tid]), wp.transform_get_translation(X_pc))")
+    elif kind == "axis_angle":
         ang = p.array(rng.choice(("joint_angle", "twist")), T.FLOAT32, "out")
         p.add("axis = wp.vec3()", "angle = float(0.0)",
               "wp.quat_to_axis_angle(wp.transform_get_rotation(X_pc), axis, angle)", f"{ang}[tid] = angle")
+    elif kind == "quat":  # small-angle rotation error from the vector part of the relative quaternion
+        rot = p.array(rng.choice(("rot_error", "angular_error")), T.VEC3F, "out")
+        p.add("dq = wp.transform_get_rotation(X_pc)", f"{rot}[tid] = 2.0 * wp.vec3(dq[0], dq[1], dq[2]) * wp.sign(dq[3])")
     return p.finish(rng.choice(("joint_errors", "relative_transforms", "eval_joints")), p.kb.dims,
                     differentiable=False)
 
@@ -246,7 +434,12 @@ def _relative_transform(p: Pattern):
 def element_indices(p: Pattern, corners: int, n_vertices: int) -> list[str]:
     rng, hi = p.rng, n_vertices - 1
     names = ["i", "j", "k", "l"][:corners]
-    if rng.random() < 0.5:
+    layout = rng.random()
+    if layout < 0.25:  # one flat index array, as Warp's own cloth and FEM examples store it
+        idx = p.array(rng.choice(("indices", "tri_indices" if corners == 3 else "tet_indices")), T.INT32, lo=0, hi=hi,
+                      shape=(p.kb.dims[0] * corners,))
+        p.add(*(f"{n} = {idx}[tid * {corners} + {c}]" for c, n in enumerate(names)))
+    elif layout < 0.6:
         idx = p.array(rng.choice(("indices", "elements", "tet_indices" if corners == 4 else "tri_indices")),
                       T.INT32, lo=0, hi=hi, shape=(p.kb.dims[0], corners))
         p.add(*(f"{n} = {idx}[tid, {c}]" for c, n in enumerate(names)))
@@ -269,53 +462,85 @@ def cofactor(dim: int, m: str) -> str:
 def fem_elements(rng, name, suffix, complexity):
     fl = Flavour(False, 2 if rng.random() < 0.45 else 3, rng.random() < 0.7)
     p = Pattern(rng, name, suffix, complexity, fl)
-    p.kb.dims = [rng.choice((8, 16, 32))]
+    n = rng.choice((8, 16, 32))
+    p.kb.dims = [n]
     dim, m, v = fl.dim, fl.m, fl.v
     n_vertices = rng.choice((8, 16, 32))
     corners = dim + 1
+    p.guard("tid", None, (rng.choice(("num_elements", "element_count")), n), p=0.25)
     names = element_indices(p, corners, n_vertices)
     x = p.array(rng.choice(("positions", "x", "particle_q")), fl.vec, lo=-1.0, hi=1.0, shape=(n_vertices,))
     p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)))
     edges = [f"x{c} - x0" for c in range(1, corners)]
-    if rng.random() < 0.5:
+    form = p.pick("cols", "entries", "named")
+    if form == "cols":
         p.add(f"Ds = wp.matrix_from_cols({', '.join(edges)})")
+    elif form == "named":
+        p.add(*(f"e{c} = {e}" for c, e in enumerate(edges, 1)),
+              f"Ds = wp.matrix_from_cols({', '.join(f'e{c}' for c in range(1, corners))})")
     else:
         entries = ", ".join(f"x{c}[{r}] - x0[{r}]" for r in range(dim) for c in range(1, corners))
         p.add(f"Ds = {m}({entries})")
     dm_inv = p.array(rng.choice(("Dm_inv", "rest_inverse", "inv_rest")), fl.mat, lo=-1.0, hi=1.0)
-    p.add(f"F = Ds * {dm_inv}[tid]")
-    if rng.random() < 0.4:
-        mat = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)
-        mu, lam = f"{mat}.mu", f"{mat}.lam"
+    if p.coin():
+        p.add(f"Dm = {dm_inv}[tid]", "F = Ds * Dm")
+        dm = "Dm"
+    else:
+        p.add(f"F = Ds * {dm_inv}[tid]")
+        dm = f"{dm_inv}[tid]"
+    mat = rng.choice(("struct", "params", "arrays"))
+    if mat == "struct":
+        st = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)
+        mu, lam = f"{st}.mu", f"{st}.lam"
+    elif mat == "arrays":  # per-element material
+        mus = p.array(rng.choice(("element_mu", "materials_mu")), fl.scalar, lo=0.5, hi=5.0)
+        lams = p.array(rng.choice(("element_lambda", "materials_lambda")), fl.scalar, lo=0.5, hi=5.0)
+        p.add(f"mu = {mus}[tid]", f"lam = {lams}[tid]")
+        mu, lam = "mu", "lam"
     else:
         mu = p.scalar(rng.choice(("k_mu", "mu")), lo=0.5, hi=5.0)
         lam = p.scalar(rng.choice(("k_lambda", "lam")), lo=0.5, hi=5.0)
     eye = identity(fl, dim)
     model = rng.choice(("linear", "stvk", "neo_hookean"))
     if model == "linear":
-        p.add(f"eps = {fl.lit(0.5)} * (F + wp.transpose(F)) - {eye}", f"P = {fl.lit(2.0)} * {mu} * eps + {lam} * wp.trace(eps) * {eye}")
+        p.add(f"eps = {fl.lit(0.5)} * (F + wp.transpose(F)) - {eye}",
+              p.pick(f"P = {fl.lit(2.0)} * {mu} * eps + {lam} * wp.trace(eps) * {eye}",
+                     f"P = eps * ({fl.lit(2.0)} * {mu}) + {eye} * ({lam} * wp.trace(eps))"))
     elif model == "stvk":
         p.add(f"E = {fl.lit(0.5)} * (wp.transpose(F) * F - {eye})",
-              f"P = F * ({fl.lit(2.0)} * {mu} * E + {lam} * wp.trace(E) * {eye})")
+              p.pick(f"P = F * ({fl.lit(2.0)} * {mu} * E + {lam} * wp.trace(E) * {eye})",
+                     f"S = {fl.lit(2.0)} * {mu} * E + {lam} * wp.trace(E) * {eye}\nP = F * S"))
     else:  # stable Neo-Hookean (no log: fine under inversion)
         if dim == 3:
             p.add("c0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])", "c1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])",
                   "c2 = wp.vec3(F[0, 2], F[1, 2], F[2, 2])")
         p.add("J = wp.determinant(F)", f"alpha = 1.0 + {mu} / {lam}",
               f"P = {mu} * F + {lam} * (J - alpha) * {cofactor(dim, m)}")
+    if p.chance(0.3):  # Rayleigh damping on the rate of deformation
+        vel = p.array(rng.choice(("velocities", "particle_qd")), fl.vec, lo=-1.0, hi=1.0, shape=(n_vertices,))
+        kd = p.scalar(rng.choice(("k_damp", "damping")), lo=0.0, hi=0.1)
+        vcols = ", ".join(f"{vel}[{names[c]}] - {vel}[{names[0]}]" for c in range(1, corners))
+        p.add(f"dFdt = wp.matrix_from_cols({vcols}) * {dm}", f"P = P + dFdt * {kd}")
     vol = p.array(rng.choice(("rest_volume", "element_volume", "areas" if dim == 2 else "volumes")),
                   fl.scalar, lo=0.01, hi=0.1)
-    p.add(f"H = -{vol}[tid] * P * wp.transpose({dm_inv}[tid])")
+    p.add(f"H = -{vol}[tid] * P * wp.transpose({dm})")
     cols = [f"f{c}" for c in range(1, corners)]
-    p.add(*(f"{c} = {v}({', '.join(f'H[{r}, {n}]' for r in range(dim))})" for n, c in enumerate(cols)))
+    if p.coin(0.35):  # rows of H^T are the columns of H
+        p.add("Ht = wp.transpose(H)", *(f"{c} = Ht[{k}]" for k, c in enumerate(cols)))
+    else:
+        p.add(*(f"{c} = {v}({', '.join(f'H[{r}, {k}]' for r in range(dim))})" for k, c in enumerate(cols)))
     forces = p.array(rng.choice(("forces", "particle_f", "f_elastic")), fl.vec, rng.choice(("out", "inout")),
                      shape=(n_vertices,))
-    p.add(f"wp.atomic_sub({forces}, {names[0]}, {' + '.join(cols)})",
-          *(f"wp.atomic_add({forces}, {n}, {c})" for n, c in zip(names[1:], cols)))
+    first = p.pick(f"wp.atomic_sub({forces}, {names[0]}, {' + '.join(cols)})",
+                   f"wp.atomic_add({forces}, {names[0]}, -({' + '.join(cols)}))")
+    p.add(first, *(f"wp.atomic_add({forces}, {k}, {c})" for k, c in zip(names[1:], cols)))
     if model != "neo_hookean" and p.chance(0.3):
         energy = p.array(rng.choice(("energy", "element_energy")), fl.scalar, "out")
         strain = "eps" if model == "linear" else "E"
         p.add(f"{energy}[tid] = {vol}[tid] * ({mu} * wp.ddot({strain}, {strain}) + {fl.lit(0.5)} * {lam} * wp.trace({strain}) * wp.trace({strain}))")
+    elif p.chance(0.25):  # inverted elements, for diagnostics
+        inverted = p.array(rng.choice(("inverted", "flipped")), T.INT32, "out")
+        p.add(f"{inverted}[tid] = wp.where(wp.determinant(F) < 0.0, 1, 0)")
     base = ("eval_triangles", "triangle_forces", "fem_tri") if dim == 2 else ("eval_tetrahedra", "tet_forces", "fem_tet")
     return p.finish(rng.choice(base), p.kb.dims)
 
@@ -327,41 +552,95 @@ def fem_elements(rng, name, suffix, complexity):
 @register("cloth", 1.0, source="patterns")
 def cloth(rng, name, suffix, complexity):
     p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
-    p.kb.dims = [rng.choice((8, 16, 32, 64))]
+    n = rng.choice((8, 16, 32, 64))
+    p.kb.dims = [n]
     n_vertices = rng.choice((8, 16, 32))
     kind = rng.choice(("aero", "area", "normals", "bending"))
     x = p.array(rng.choice(("positions", "x", "particle_q")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_vertices,))
+    p.guard("tid", None, (rng.choice(("num_tris", "num_elements")), n), p=0.25)
     if kind == "bending":
         return _bending(p, x, n_vertices)
     names = element_indices(p, 3, n_vertices)
-    p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)), "n = wp.cross(x1 - x0, x2 - x0)")
-    if kind == "normals":  # area-weighted vertex normals, normalised by a later pass
-        normals = p.array(rng.choice(("vertex_normals", "normals")), T.VEC3F, "out", shape=(n_vertices,))
-        if p.chance(0.5):
-            p.add("n = wp.normalize(n)")
-        p.add(*(f"wp.atomic_add({normals}, {v}, n)" for v in names))
-        return p.finish(rng.choice(("accumulate_normals", "compute_vertex_normals")), p.kb.dims)
-    p.add("area = 0.5 * wp.length(n)", "if area < 1.0e-8:", f"{INDENT}return", "n = n / (2.0 * area)")
+    if p.coin():
+        p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)), "n = wp.cross(x1 - x0, x2 - x0)")
+    else:  # edges first, as the derivation writes them
+        p.add(f"x0 = {x}[{names[0]}]", f"e1 = {x}[{names[1]}] - x0", f"e2 = {x}[{names[2]}] - x0",
+              "n = wp.cross(e1, e2)", "x1 = x0 + e1", "x2 = x0 + e2")
+    if kind == "normals":
+        return _vertex_normals(p, names, n_vertices)
+    p.add(f"area = 0.5 * {p.length('n')}", "if area < 1.0e-8:", f"{INDENT}return",
+          p.pick("n = n / (2.0 * area)", "n = wp.normalize(n)", "n = n * (0.5 / area)"))
     forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")), shape=(n_vertices,))
     if kind == "aero":
-        v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
-        p.add(*(f"v{c} = {v}[{n}]" for c, n in enumerate(names)), "vmid = (v0 + v1 + v2) / 3.0")
-        if p.chance(0.5):
-            wind = p.array(rng.choice(("wind", "wind_velocity")), T.VEC3F, shape=(1,))
-            p.add(f"vmid = vmid - {wind}[0]")
-        drag = p.scalar(rng.choice(("k_drag", "drag")), lo=0.0, hi=1.0)
-        p.add("vn = wp.dot(n, vmid)", f"f = n * (-{drag} * area * vn * wp.abs(vn))")
-        if p.chance(0.5):
-            lift = p.scalar(rng.choice(("k_lift", "lift")), lo=0.0, hi=1.0)
-            p.add(f"f = f - (vmid - n * vn) * ({lift} * area * vn)")
-        p.add("f = f / 3.0", *(f"wp.atomic_add({forces}, {n}, f)" for n in names))
-        return p.finish(rng.choice(("eval_aero", "triangle_drag", "cloth_aerodynamics")), p.kb.dims)
+        return _aero(p, names, forces, n_vertices)
     rest = p.array(rng.choice(("rest_area", "tri_area")), T.FLOAT32, lo=0.05, hi=0.5)
     k = p.scalar(rng.choice(("k_area", "area_stiffness")), lo=1.0, hi=50.0)
-    p.add(f"c = area - {rest}[tid]",
-          "g0 = wp.cross(n, x2 - x1) * 0.5", "g1 = wp.cross(n, x0 - x2) * 0.5", "g2 = wp.cross(n, x1 - x0) * 0.5",
-          *(f"wp.atomic_add({forces}, {n}, g{c} * (-{k} * c))" for c, n in enumerate(names)))
+    c = p.pick("area - {r}", "(area - {r}) / {r}").format(r=f"{rest}[tid]")  # absolute or relative change
+    p.add(f"c = {c}")
+    grads = [("g0", "x2 - x1"), ("g1", "x0 - x2"), ("g2", "x1 - x0")]
+    if p.coin():
+        p.add(*(f"{g} = wp.cross(n, {e}) * 0.5" for g, e in grads))
+        p.add(*(f"wp.atomic_add({forces}, {v}, g{c_} * (-{k} * c))" for c_, v in enumerate(names)))
+    else:
+        p.add(f"s = -{k} * c * 0.5", *(f"wp.atomic_add({forces}, {v}, wp.cross(n, {e}) * s)"
+                                       for v, (_, e) in zip(names, grads)))
+    if p.chance(0.3):
+        energy = p.array(rng.choice(("energy", "element_energy")), T.FLOAT32, "out")
+        p.add(f"{energy}[tid] = 0.5 * {k} * c * c")
     return p.finish(rng.choice(("area_forces", "preserve_area", "eval_area")), p.kb.dims)
+
+
+def _vertex_normals(p: Pattern, names: list[str], n_vertices: int):
+    """Area-weighted (or unit) face normals scattered to vertices, normalised by a later pass."""
+    rng = p.rng
+    normals = p.array(rng.choice(("vertex_normals", "normals")), T.VEC3F, "out", shape=(n_vertices,))
+    if p.chance(0.3):
+        faces = p.array(rng.choice(("face_normals", "tri_normals")), T.VEC3F, "out")
+        p.add(f"{faces}[tid] = wp.normalize(n)")
+    weights = p.pick("area", "unit", "angle")
+    if weights == "unit":
+        p.add(p.pick("n = wp.normalize(n)", f"n = n / wp.max({p.length('n')}, 1.0e-8)"))
+    elif weights == "angle":  # angle-weighted normals: each corner adds the unit normal times its angle
+        p.add("n = wp.normalize(n)", "ab = wp.normalize(x1 - x0)", "ac = wp.normalize(x2 - x0)",
+              "bc = wp.normalize(x2 - x1)", "a0 = wp.acos(wp.clamp(wp.dot(ab, ac), -1.0, 1.0))",
+              "a1 = wp.acos(wp.clamp(-wp.dot(ab, bc), -1.0, 1.0))", "a2 = wp.pi - a0 - a1",
+              *(f"wp.atomic_add({normals}, {v}, n * a{c})" for c, v in enumerate(names)))
+        return p.finish(rng.choice(("accumulate_normals", "angle_weighted_normals")), p.kb.dims)
+    if p.coin(0.3):
+        p.add("for c in range(3):", f"{INDENT}wp.atomic_add({normals}, " +
+              f"wp.where(c == 0, {names[0]}, wp.where(c == 1, {names[1]}, {names[2]})), n)")
+    else:
+        p.add(*(f"wp.atomic_add({normals}, {v}, n)" for v in names))
+    if p.chance(0.3):
+        areas = p.array(rng.choice(("vertex_area", "lumped_area")), T.FLOAT32, "out", shape=(n_vertices,))
+        p.add(f"a = {p.length('wp.cross(x1 - x0, x2 - x0)')} / 6.0", *(f"wp.atomic_add({areas}, {v}, a)" for v in names))
+    return p.finish(rng.choice(("accumulate_normals", "compute_vertex_normals")), p.kb.dims)
+
+
+def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
+    """Drag (and lift) of a triangle moving through air, split over its vertices."""
+    rng = p.rng
+    v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
+    if p.coin():
+        p.add(*(f"v{c} = {v}[{n}]" for c, n in enumerate(names)), "vmid = (v0 + v1 + v2) / 3.0")
+    else:
+        p.add(f"vmid = ({' + '.join(f'{v}[{n}]' for n in names)}) * (1.0 / 3.0)")
+    if p.chance(0.5):
+        if p.coin():
+            wind = p.array(rng.choice(("wind", "wind_velocity")), T.VEC3F, shape=(1,))
+            p.add(f"vmid = vmid - {wind}[0]")
+        else:
+            wind = p.scalar(rng.choice(("wind_speed", "wind_x")), lo=-2.0, hi=2.0)
+            p.add(f"vmid = vmid - wp.vec3({wind}, 0.0, 0.0)")
+    drag = p.scalar(rng.choice(("k_drag", "drag")), lo=0.0, hi=1.0)
+    p.add("vn = wp.dot(n, vmid)")
+    quad = p.pick("vn * wp.abs(vn)", "vn * wp.length(vmid)")
+    p.add(f"f = n * (-{drag} * area * {quad})")
+    if p.chance(0.5):
+        lift = p.scalar(rng.choice(("k_lift", "lift")), lo=0.0, hi=1.0)
+        p.add(f"f = f - (vmid - n * vn) * ({lift} * area * vn)")
+    p.add(p.pick("f = f / 3.0", "f = f * (1.0 / 3.0)"), *(f"wp.atomic_add({forces}, {n}, f)" for n in names))
+    return p.finish(rng.choice(("eval_aero", "triangle_drag", "cloth_aerodynamics")), p.kb.dims)
 
 
 def _bending(p: Pattern, x: str, n_vertices: int):
@@ -370,22 +649,42 @@ def _bending(p: Pattern, x: str, n_vertices: int):
     names = element_indices_bend(p, n_vertices)
     p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)),
           "n1 = wp.cross(x2 - x0, x3 - x0)", "n2 = wp.cross(x3 - x1, x2 - x1)", "e = x3 - x2",
-          "n1_sq = wp.length_sq(n1)", "n2_sq = wp.length_sq(n2)", "e_len = wp.length(e)",
-          "if n1_sq < 1.0e-8 or n2_sq < 1.0e-8 or e_len < 1.0e-6:", f"{INDENT}return",
-          "cos_theta = wp.dot(n1, n2) / wp.sqrt(n1_sq * n2_sq)",
-          "sin_theta = wp.dot(wp.cross(n1, n2), e) / (wp.sqrt(n1_sq * n2_sq) * e_len)",
-          "theta = wp.atan2(sin_theta, cos_theta)")
-    ke = p.scalar(rng.choice(("k_bend", "bending_stiffness")), lo=0.0, hi=1.0)
+          "n1_sq = wp.length_sq(n1)", "n2_sq = wp.length_sq(n2)", f"e_len = {p.length('e')}",
+          "if n1_sq < 1.0e-8 or n2_sq < 1.0e-8 or e_len < 1.0e-6:", f"{INDENT}return")
+    if p.coin():
+        p.add("cos_theta = wp.dot(n1, n2) / wp.sqrt(n1_sq * n2_sq)",
+              "sin_theta = wp.dot(wp.cross(n1, n2), e) / (wp.sqrt(n1_sq * n2_sq) * e_len)",
+              "theta = wp.atan2(sin_theta, cos_theta)")
+    else:  # unit normals first; the sign of the angle from the edge direction
+        p.add("n1_hat = n1 / wp.sqrt(n1_sq)", "n2_hat = n2 / wp.sqrt(n2_sq)",
+              "cos_theta = wp.clamp(wp.dot(n1_hat, n2_hat), -1.0, 1.0)",
+              "theta = wp.acos(cos_theta) * wp.sign(wp.dot(wp.cross(n1_hat, n2_hat), e))")
+    ke = f"{p.array('bend_stiffness', T.FLOAT32, lo=0.0, hi=1.0)}[tid]" if p.coin(0.3) else \
+        p.scalar(rng.choice(("k_bend", "bending_stiffness")), lo=0.0, hi=1.0)
     if rng.random() < 0.5:
         rest = p.array(rng.choice(("rest_angle", "bend_rest")), T.FLOAT32, lo=-0.5, hi=0.5)
         p.add(f"c = {ke} * (theta - {rest}[tid]) * e_len")
     else:
         p.add(f"c = {ke} * theta * e_len")
     p.add("d0 = n1 / n1_sq", "d1 = n2 / n2_sq")
+    if p.chance(0.35):  # damping: the rate of the angle from the vertex velocities
+        v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
+        kd = p.scalar(rng.choice(("k_damp", "bend_damping")), lo=0.0, hi=0.1)
+        p.add(f"dtheta = wp.dot(d0, {v}[{names[0]}]) + wp.dot(d1, {v}[{names[1]}])"
+              f" - 0.5 * wp.dot(d0 + d1, {v}[{names[2]}] + {v}[{names[3]}])",
+              f"c = c + {kd} * dtheta * e_len")
     forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")), shape=(n_vertices,))
-    p.add(f"wp.atomic_sub({forces}, {names[0]}, d0 * c)", f"wp.atomic_sub({forces}, {names[1]}, d1 * c)",
-          f"wp.atomic_add({forces}, {names[2]}, (d0 + d1) * (0.5 * c))",
-          f"wp.atomic_add({forces}, {names[3]}, (d0 + d1) * (0.5 * c))")
+    if p.coin():
+        p.add(f"wp.atomic_sub({forces}, {names[0]}, d0 * c)", f"wp.atomic_sub({forces}, {names[1]}, d1 * c)",
+              f"wp.atomic_add({forces}, {names[2]}, (d0 + d1) * (0.5 * c))",
+              f"wp.atomic_add({forces}, {names[3]}, (d0 + d1) * (0.5 * c))")
+    else:
+        p.add("f0 = d0 * c", "f1 = d1 * c", "f_edge = (f0 + f1) * 0.5",
+              f"wp.atomic_sub({forces}, {names[0]}, f0)", f"wp.atomic_sub({forces}, {names[1]}, f1)",
+              f"wp.atomic_add({forces}, {names[2]}, f_edge)", f"wp.atomic_add({forces}, {names[3]}, f_edge)")
+    if p.chance(0.25):
+        angles = p.array(rng.choice(("angles", "dihedral_angle")), T.FLOAT32, "out")
+        p.add(f"{angles}[tid] = theta")
     return p.finish(rng.choice(("eval_bending", "bending_forces", "dihedral_bending")), p.kb.dims)
 
 
