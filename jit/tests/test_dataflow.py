@@ -166,3 +166,23 @@ def test_a_value_overwritten_before_any_read_is_removed_and_other_paths_keep_the
     assert "x = a[i]" not in body and "x = b[i] * 2.0" in body  # overwritten unread
     assert "y = a[i]" in body  # the branch may not run: kept
     assert "z = a[i]" in body  # read by its own overwrite: kept
+
+
+def test_an_assignment_nothing_after_it_reads_is_removed():
+    source = """def k(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    w = a[i] * 2.0
+    if w > 0.5:
+        return
+    c = a[i]
+    if c > 0.0:
+        w *= 0.5
+    total = float(0.0)
+    for t in range(3):
+        total += c
+        tmp = total * 2.0
+    out[i] = total
+"""
+    body = ast.unparse(ast.parse(dataflow.eliminate(source)).body[0])
+    assert "w *= 0.5" not in body and "tmp" not in body  # never read afterwards
+    assert "if w > 0.5" in body and "total += c" in body  # a decision and a loop-carried sum stay

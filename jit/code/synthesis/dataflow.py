@@ -12,8 +12,9 @@ becomes ``wp.atomic_add(...)``). The result is re-rendered with ``ast.unparse``.
 
 A loop variable nothing reads is renamed ``_``.
 
-A value overwritten later in the same block before anything reads it goes too. What it leaves
-out: liveness along other paths (an overwrite inside a branch or a loop keeps the value), and proving a loop terminates (generated loops are
+A value overwritten later in the same block before anything reads it goes too, and so does an
+assignment nothing after it can read (backward liveness, with branches and loops read as a
+whole). What it leaves out: liveness along paths inside branches and loops, and proving a loop terminates (generated loops are
 bounded by construction).
 """
 
@@ -65,10 +66,15 @@ def prune(fn: ast.FunctionDef, impure: frozenset[str] = frozenset()) -> None:
     ctx = _Facts(params, arrays | _views(fn.body, arrays), impure)
     _drop_overwritten(fn.body, impure)
     while True:
+        before = len(list(_walk_stmts(fn.body)))
+        fn.body = _drop_unread_after(fn.body, set(), impure)
         live = _live(fn.body, ctx)
         body, changed = _sweep(fn.body, live, ctx)
         fn.body = body or [ast.Pass()]
-        if not changed:
+        for stmt in _walk_stmts(fn.body):  # a compound statement kept for its test keeps a body
+            if hasattr(stmt, "body") and not stmt.body:
+                stmt.body = [ast.Pass()]
+        if not changed and len(list(_walk_stmts(fn.body))) == before:
             break
     _unnamed_loops(fn.body, _loads(fn), inside=False)
 
@@ -87,6 +93,36 @@ def _drop_overwritten(body: list[ast.stmt], impure: frozenset[str]) -> None:
         if name is None or has_effect(s.value, impure) or not _overwritten(name, body[n + 1:]):
             keep.append(s)
     body[:] = keep or [ast.Pass()]
+
+
+def _drop_unread_after(body: list[ast.stmt], live_out: set[str], impure: frozenset[str]) -> list[ast.stmt]:
+    """Backward liveness along the block: ``x = e`` or ``x op= e`` (``e`` without effect) goes when
+    nothing after it can read ``x``. A branch may or may not run and a loop body runs again, so
+    what a compound statement reads anywhere stays live before it; only what a plain statement
+    assigns stops being live above it."""
+    live = set(live_out)
+    kept: list[ast.stmt] = []
+    for s in reversed(body):
+        name = _simple_assign(s) or _simple_aug(s)
+        if name is not None and name not in live and not has_effect(s.value, impure):
+            continue
+        if isinstance(s, ast.If):
+            s.body = _drop_unread_after(s.body, live, impure)  # an emptied branch is resolved by _sweep
+            if s.orelse:
+                s.orelse = _drop_unread_after(s.orelse, live, impure)
+        elif isinstance(s, (ast.For, ast.While)):
+            s.body = _drop_unread_after(s.body, live | _loads(s), impure)
+        if name is not None and isinstance(s, ast.Assign):
+            live.discard(name)
+        live |= _loads(s)
+        kept.append(s)
+    return kept[::-1]
+
+
+def _simple_aug(s: ast.stmt) -> str | None:
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+        return s.target.id
+    return None
 
 
 def _simple_assign(s: ast.stmt) -> str | None:
