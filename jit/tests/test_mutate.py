@@ -26,16 +26,27 @@ _modules = itertools.count()
 
 
 class _Spec:  # what build_batch reads of a kernel
-    def __init__(self, name: str, source: str):
-        self.name, self.source = name, source
+    def __init__(self, name: str, source: str, block_dim: int | None = None):
+        self.name, self.source, self.block_dim = name, source, block_dim
 
 
 def built(specs: list) -> set[str]:
-    """Names of the specs Warp builds (forward and backward, CPU and CUDA code), in one module."""
-    items, _, handle, _ = build_batch(specs, ("cpu", "cuda"), True, f"jit_test_mutants_{next(_modules)}")
-    if handle is not None:
-        handle.release()
-    return {spec.name for spec, _, _ in items}
+    """Names of the specs Warp builds (forward and backward, CPU and CUDA code), one module per
+    launch block_dim (tile kernels are built at theirs)."""
+    groups: dict = {}
+    for spec in specs:
+        groups.setdefault(spec.block_dim, []).append(spec)
+    ok = set()
+    for block_dim, group in groups.items():
+        items, _, handle, _ = build_batch(group, ("cpu", "cuda"), True, f"jit_test_mutants_{next(_modules)}", block_dim)
+        if handle is not None:
+            handle.release()
+        ok |= {spec.name for spec, _, _ in items}
+    return ok
+
+
+def launch_block_dim(spec) -> int | None:
+    return spec.metadata["launch"].get("block_dim")
 
 
 def hand_kernel(context: str, name: str) -> reference.RealKernel:
@@ -61,7 +72,7 @@ def mutants():
 
 
 def test_mutants_build_and_name_their_seed_and_licence(mutants):
-    names = built([_Spec(s.name, s.source) for s in mutants])
+    names = built([_Spec(s.name, s.source, launch_block_dim(s)) for s in mutants])
     assert len(names) >= 0.9 * len(mutants), sorted({s.name for s in mutants} - names)
     seeds = {(k.path, k.name, k.line): k for k in reference.kernels("seed")}
     licence = reference.distribution()["license"]
@@ -90,10 +101,11 @@ def test_same_seed_and_index_give_the_same_mutant(mutants):
     assert len({s.source for s in mutants}) == len(mutants)
 
 
-def kind_samples(kind: str, wanted: int = 3) -> list[tuple[str, str]]:
-    """(kernel name, source) of seeds changed by one mutation kind alone."""
+def kind_samples(kind: str, wanted: int = 3, tiled: bool = False) -> list[tuple[str, str, int | None]]:
+    """(kernel name, source, launch block_dim) of seeds (tile seeds, or the others) changed by one
+    mutation kind alone."""
     out = []
-    for i, seed in enumerate(M.seeds()[::5]):
+    for i, seed in enumerate(s for s in M.seeds()[::3] if (s.block_dim is not None) == tiled):
         unit = M.Unit(M.seed_kernel(seed), f"{kind}{i}")
         if kind == "dtype":
             desc = M.change_dtype(unit, seed.dtypes[0]) if seed.dtypes else None
@@ -103,7 +115,7 @@ def kind_samples(kind: str, wanted: int = 3) -> list[tuple[str, str]]:
         else:
             desc = M.MUTATIONS[kind][0](unit, random.Random(i))
         if desc:
-            out.append((unit.kernel_name, unit.render()))
+            out.append((unit.kernel_name, unit.render(), seed.block_dim))
         if len(out) == wanted:
             break
     return out
@@ -115,13 +127,85 @@ def test_every_mutation_kind_applies_keeps_the_source_parseable_and_builds():
     specs = []
     for kind, found in samples.items():
         assert len(found) == 3, kind
-        for name, source in found:
+        for name, source, block_dim in found:
             ast.parse(source)
-            specs.append(_Spec(f"{name}", source))
+            specs.append(_Spec(f"{name}", source, block_dim))
     ok = built(specs)
     assert len(ok) >= 0.9 * len(specs), sorted({s.name for s in specs} - ok)
     for kind, found in samples.items():
-        assert any(name in ok for name, _ in found), kind
+        assert any(name in ok for name, _, _ in found), kind
+
+
+def test_tile_mutants_build_at_their_launch_block_dim():
+    """Mutations of tile kernels keep them buildable, for CPU and CUDA, at the seed's block_dim."""
+    specs = []
+    tiled = [s for s in M.seeds() if s.block_dim is not None]
+    for i, seed in enumerate(tiled[::len(tiled) // 12]):
+        kernel = M.seed_kernel(seed)
+        assert M.uses_tiles(ast.parse(kernel.context)) and seed.block_dim == M.launch_block_dim(kernel)
+        try:
+            source, name, _ = M.mutate(kernel, random.Random(i), f"t{i}", seed.dtypes)
+        except M.MutationError:
+            continue
+        specs.append(_Spec(name, source, seed.block_dim))
+        if len(specs) == 8:
+            break
+    assert len(specs) == 8 and len({s.block_dim for s in specs}) >= 2
+    ok = built(specs)
+    assert len(ok) >= 7, sorted({s.name for s in specs} - ok)
+
+
+def test_a_tile_mutant_carries_its_seed_launch_block_dim(mutants):
+    tiled = [s for s in mutants if launch_block_dim(s) is not None]
+    assert tiled, "no tile mutant among 40"
+    by_key = {(s.path, s.name, s.line): s for s in M.seeds()}
+    for spec in mutants:
+        record = spec.metadata["seed_kernel"]
+        seed = by_key[(record["file"], record["name"], record["line"])]
+        assert launch_block_dim(spec) == seed.block_dim
+        assert (seed.block_dim is not None) == ("wp.tile" in spec.source)
+
+
+def test_block_dim_of_a_launch_is_read_from_literals_and_module_constants():
+    text = """import warp as wp
+TILE_THREADS = 128
+OTHER = wp.constant(16)
+
+wp.launch_tiled(first, dim=[4], inputs=[a], block_dim=TILE_THREADS)
+wp.launch_tiled(kernel=second, dim=[4], inputs=[a], block_dim=32)
+wp.launch(mod.third, dim=4, inputs=[a], block_dim=OTHER)
+wp.launch_tiled(fourth, dim=[4], inputs=[a], block_dim=n)
+"""
+    tree = ast.parse(text)
+    assert M.int_constants(tree) == {"TILE_THREADS": 128, "OTHER": 16}
+    assert M.launched_block_dims(tree) == [("first", 128), ("second", 32), ("third", 16)]
+
+
+def test_hoisting_leaves_tile_shapes_and_dtypes_alone():
+    seed = hand_kernel(TILED, "tiled")
+    for i in range(20):
+        unit = M.Unit(seed, f"h{i}")
+        for _ in range(8):
+            M.hoist(unit, random.Random(i))
+        text = unit.render()
+        assert "shape=(TILE_M_h%d * 2, TILE_N_h%d)" % (i, i) in text and "dtype=float" in text, text
+        assert M.guard(unit, random.Random(i)) is None
+
+
+TILED = '''import warp as wp
+
+TILE_M = wp.constant(8)
+TILE_N = wp.constant(4)
+
+
+@wp.kernel
+def tiled(x: wp.array2d[float], out: wp.array2d[float], scale: float):
+    i, j = wp.tid()
+    a = wp.tile_load(x, shape=(TILE_M * 2, TILE_N), offset=(i * TILE_M * 2, j * TILE_N))
+    b = wp.tile_zeros(shape=(TILE_M * 2, TILE_N), dtype=float)
+    c = wp.tile_map(wp.sin, a) * (scale * 2.0) + b
+    wp.tile_store(out, c, offset=(i * TILE_M * 2, j * TILE_N))
+'''
 
 
 SPRING = '''import warp as wp

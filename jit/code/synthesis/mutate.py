@@ -2,9 +2,11 @@
 
 A *seed* is a kernel of the reference corpus's seed half (``reference.kernels("seed")``) whose
 context (imports, constants, structs, helper functions, then the kernel) builds and compiles
-alone with Warp for CPU and CUDA. ``mutant_seeds.json`` lists them (module, path, name, line,
-and which whole-unit dtype change also builds); ``python -m jit.code.synthesis.mutate
---rebuild-seeds`` remakes it.
+alone with Warp for CPU and CUDA. A tile kernel builds at the block_dim its file launches it
+with (``launch_block_dim``), and its mutants are launched with that one too.
+``mutant_seeds.json`` lists the seeds (module, path, name, line, which whole-unit dtype change
+also builds, block_dim of tile kernels); ``python -m jit.code.synthesis.mutate --rebuild-seeds``
+remakes it.
 
 ``mutate(kernel, rng, suffix)`` parses the context with ``ast``, gives every module-level name
 the item's suffix (many kernels share one Warp module), then applies mutations drawn with
@@ -20,10 +22,14 @@ the item's suffix (many kernels share one Warp module), then applies mutations d
 - cosmetic: renaming locals and kernel parameters to another name of the same role,
   perturbing float constants.
 
+In tile code, builtins are never swapped between tile and scalar forms, nothing is hoisted out
+of a tile call's keyword arguments or shape tuples (they must stay compile-time constants), and
+no early-return guard is added (the block's threads must reach its tile operations together).
+
 Structural mutations are applied until the mutant's normalised token 4-grams are less than
 90% similar (Jaccard) to the seed's. What it leaves out: building the mutants (the pipeline
-does, retrying a rejected item), launch inputs (mutants are not run), tile kernels (their
-launch block size is not in the kernel's source) and generic (``Any``) kernels.
+does, retrying a rejected item), launch inputs (mutants are not run), generic (``Any``)
+kernels and kernels with native or custom-gradient functions.
 """
 
 from __future__ import annotations
@@ -220,6 +226,15 @@ def is_float_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is float
 
 
+def is_tile_call(node: ast.AST) -> bool:
+    attr = wp_attr(node) if isinstance(node, ast.Call) else None
+    return attr is not None and (attr.startswith("tile") or attr == "untile")
+
+
+def uses_tiles(tree: ast.AST) -> bool:
+    return any(is_tile_call(n) for n in ast.walk(tree))
+
+
 # ---------------------------------------------------------------------------------------------
 # the unit being mutated
 
@@ -232,6 +247,7 @@ class Unit:
         self.kernel_name = f"{kernel.name}_{suffix}"
         self.touched: set[int] = set()  # nodes a mutation made, left alone by later ones
         self.new_params: list[str] = []
+        self.tiled = uses_tiles(self.tree)
         self._suffix_names(suffix)
         self.kernel = next(n for n in self.functions if n.name == self.kernel_name)
         for fn in self.functions:  # a definition in a module of its own would leave the shared one
@@ -467,6 +483,9 @@ def hoistable(root: ast.expr, arrays: set[str]) -> Iterator[tuple[ast.expr, bool
         if isinstance(node, ast.Call) and not is_pure_call(node) and wp_attr(node) is not None \
                 and wp_attr(node).startswith(("static", "adjoint")):
             continue
+        if is_tile_call(node):  # shape=, dtype=, axis=, storage= must stay compile-time constants
+            todo.extend((a, index) for a in node.args if not isinstance(a, ast.Tuple))
+            continue
         todo.extend((c, index or (isinstance(node, ast.Subscript) and c is node.slice))
                     for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr) and c is not getattr(node, "func", None))
 
@@ -599,7 +618,10 @@ ITER_NAMES = ("num_iterations", "num_substeps", "iterations", "substeps")
 
 
 def guard(unit: Unit, rng: random.Random) -> str | None:
-    """``if i >= count: return`` after ``i = wp.tid()``, with a new ``count: int`` parameter."""
+    """``if i >= count: return`` after ``i = wp.tid()``, with a new ``count: int`` parameter; not in
+    tile kernels, where threads leaving early would miss the block's shared tile operations."""
+    if unit.tiled:
+        return None
     body = unit.kernel.body
     for at, stmt in enumerate(body):
         index = tid_target(stmt)
@@ -964,10 +986,14 @@ class Seed:
     name: str
     line: int
     dtypes: tuple[str, ...] = ()  # whole-unit dtype changes that build too
+    block_dim: int | None = None  # launch block size of a tile kernel, None for the module default
 
     def to_dict(self) -> dict:
-        return {"module": self.module, "path": self.path, "name": self.name, "line": self.line,
-                "dtypes": list(self.dtypes)}
+        row = {"module": self.module, "path": self.path, "name": self.name, "line": self.line,
+               "dtypes": list(self.dtypes)}
+        if self.block_dim is not None:
+            row["block_dim"] = self.block_dim
+        return row
 
 
 @functools.cache
@@ -975,7 +1001,8 @@ def seeds() -> tuple[Seed, ...]:
     """The committed seed list, restricted to kernels the installed Warp still has."""
     rows = json.loads(SEEDS_FILE.read_text())["seeds"]
     index = _seed_index()
-    found = tuple(Seed(r["module"], r["path"], r["name"], r["line"], tuple(r.get("dtypes", ()))) for r in rows)
+    found = tuple(Seed(r["module"], r["path"], r["name"], r["line"], tuple(r.get("dtypes", ())), r.get("block_dim"))
+                  for r in rows)
     found = tuple(s for s in found if (s.path, s.name, s.line) in index)
     if not found:
         raise MutationError("-", f"no seed of {SEEDS_FILE.name} is in this Warp; run --rebuild-seeds")
@@ -992,17 +1019,69 @@ def seed_kernel(seed: Seed) -> reference.RealKernel:
 
 
 def eligible(kernel: reference.RealKernel) -> bool:
-    """A candidate seed: self-contained, concrete types, no tiles or compile-time ``wp.static``,
-    and it does something (writes memory or calls something other than ``wp.tid``)."""
+    """A candidate seed: self-contained, concrete types, no native or custom-gradient functions,
+    and it does something (writes memory or calls something other than ``wp.tid``). Tile kernels
+    and ``wp.static`` expressions are candidates: the build at rebuild time decides."""
     if not kernel.self_contained or kernel.generic:
         return False
     tree = ast.parse(kernel.context)
     attrs = {wp_attr(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    if any(a and (a.startswith("tile") or a in ("static", "func_native", "func_grad", "func_replay")) for a in attrs):
+    if attrs & {"func_native", "func_grad", "func_replay"}:
         return False
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel.name)
     return any((isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store))
                or (isinstance(n, ast.Call) and not is_pure_call(n) and wp_attr(n) != "tid") for n in body_nodes(fn))
+
+
+DEFAULT_BLOCK_DIM = 64
+BLOCK_DIM_NAMES = ("TILE_THREADS", "BLOCK_DIM", "TILE_DIM", "NUM_THREADS", "TILE_SIZE", "BLOCK_SIZE")
+
+
+def int_constants(tree: ast.Module) -> dict[str, int]:
+    """Module-level ``NAME = 64`` and ``NAME = wp.constant(64)``."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value.args[0] if isinstance(node.value, ast.Call) and wp_attr(node.value) == "constant" \
+                and node.value.args else node.value
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                out[node.targets[0].id] = value.value
+    return out
+
+
+def launched_block_dims(tree: ast.Module) -> list[tuple[str | None, int]]:
+    """(launched kernel's name, block_dim) of every launch in a file whose ``block_dim=`` is a
+    literal or a module-level constant."""
+    constants = int_constants(tree)
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        given = next((k.value for k in node.keywords if k.arg == "block_dim"), None)
+        value = given.value if isinstance(given, ast.Constant) else \
+            constants.get(given.id) if isinstance(given, ast.Name) else None
+        if type(value) is not int or value < 1:
+            continue
+        target = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "kernel"), None)
+        name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+        out.append((name, value))
+    return out
+
+
+def launch_block_dim(kernel: reference.RealKernel) -> int | None:
+    """The block_dim a tile kernel's file launches it with (its own launch, else the file's most
+    common one, else a constant like ``TILE_THREADS``, else 64); None for other kernels."""
+    if not uses_tiles(ast.parse(kernel.context)):
+        return None
+    path = dict(reference.reference_files()).get(kernel.path)
+    tree = ast.parse(path.read_text(encoding="utf-8")) if path is not None else ast.Module([], [])
+    launches = launched_block_dims(tree)
+    own = [v for name, v in launches if name == kernel.name]
+    for values in (own, [v for _, v in launches]):
+        if values:
+            return max(sorted(set(values)), key=values.count)
+    constants = int_constants(tree)
+    return next((constants[n] for n in BLOCK_DIM_NAMES if n in constants), DEFAULT_BLOCK_DIM)
 
 
 @functools.cache
@@ -1029,20 +1108,23 @@ class _Candidate:  # what build_batch needs of a spec
     source: str
 
 
-def builds(sources: dict[str, str], tag: str) -> set[str]:
-    """Names of the kernels (name -> source, one module) that build and compile for CPU and CUDA."""
+def builds(sources: dict[str, str], tag: str, block_dim: int | None = None) -> set[str]:
+    """Names of the kernels (name -> source, one module) that build and compile for CPU and CUDA
+    when launched with ``block_dim`` (None: the module's)."""
     from jit.code.extraction.compile import compile_batch
     from jit.code.synthesis.batch_generator import build_batch
 
     specs = [_Candidate(n, s) for n, s in sources.items()]
-    items, _, handle, made = build_batch(specs, ("cpu", "cuda"), True, f"jit_mutant_seeds_{tag}")
+    items, _, handle, made = build_batch(specs, ("cpu", "cuda"), True, f"jit_mutant_seeds_{tag}", block_dim)
     if handle is None:
         return set()
     try:
         ok = {spec.name for spec, _, _ in items}
         kernels = [k for _, k, _ in items]
+        if not kernels:
+            return set()
         for device in ("cpu", "cuda"):
-            verdict, _ = compile_batch(handle.module, kernels, device, build=made.get(device))
+            verdict, _ = compile_batch(handle.module, kernels, device, build=made.get(device), block_dim=block_dim)
             ok -= {name for name, reason in verdict.items() if reason}
         return ok
     finally:
@@ -1050,32 +1132,44 @@ def builds(sources: dict[str, str], tag: str) -> set[str]:
 
 
 def rebuild_seeds(path: Path = SEEDS_FILE, batch: int = 48, log=print) -> list[Seed]:
-    """Select the seed-half kernels that build, and the dtype changes that build for them."""
-    candidates = [k for k in reference.kernels("seed") if eligible(k) and mutable(k)]
-    log(f"{len(candidates)} eligible seed-half kernels")
+    """Select the seed-half kernels that build (tile kernels at their launch block_dim), and the
+    dtype changes that build for them."""
+    by_dim: dict[int | None, list[reference.RealKernel]] = {}
+    for k in reference.kernels("seed"):
+        if eligible(k) and mutable(k):
+            by_dim.setdefault(launch_block_dim(k), []).append(k)
+    log(f"{sum(map(len, by_dim.values()))} eligible seed-half kernels")
     chosen: list[Seed] = []
-    for start in range(0, len(candidates), batch):
-        group = candidates[start:start + batch]
-        units = {f"{k.name}_s{start + i}": (k, Unit(k, f"s{start + i}")) for i, k in enumerate(group)}
-        good = builds({n: u.render() for n, (_, u) in units.items()}, f"b{start}")
-        variants = {}
-        for n in sorted(good):
-            k, unit = units[n]
-            for target in dtype_options(unit.tree):
-                variant = Unit(k, f"s{start}_{target}")
-                change_dtype(variant, target)
-                variants[variant.kernel_name] = (n, target, variant.render())
-        dtype_ok = builds({v: src for v, (_, _, src) in variants.items()}, f"d{start}") if variants else set()
-        for n in sorted(good, key=lambda n: (units[n][0].path, units[n][0].line)):
-            k = units[n][0]
-            targets = tuple(t for v, (owner, t, _) in sorted(variants.items()) if owner == n and v in dtype_ok)
-            chosen.append(Seed(k.module, k.path, k.name, k.line, targets))
-        log(f"  {start + len(group)}/{len(candidates)}: {len(chosen)} seeds")
+    for block_dim in sorted(by_dim, key=lambda b: -1 if b is None else b):
+        candidates = by_dim[block_dim]
+        for start in range(0, len(candidates), batch):
+            chosen += build_seeds(candidates[start:start + batch], f"{block_dim or 0}_{start}", block_dim)
+            log(f"  block_dim {block_dim}: {start + batch}/{len(candidates)}: {len(chosen)} seeds")
     chosen.sort(key=lambda s: (s.path, s.line))
     dist = reference.distribution()
     rows = ",\n".join(json.dumps(s.to_dict(), separators=(",", ":")) for s in chosen)  # one seed a line
     path.write_text(f'{{"distribution": {json.dumps(dist)},\n"seeds": [\n{rows}\n]}}\n')
     return chosen
+
+
+def build_seeds(group: list[reference.RealKernel], tag: str, block_dim: int | None) -> list[Seed]:
+    """The kernels of ``group`` that build alone, each with the dtype changes that build too."""
+    units = {f"{k.name}_s{tag}_{i}": (k, Unit(k, f"s{tag}_{i}")) for i, k in enumerate(group)}
+    good = builds({n: u.render() for n, (_, u) in units.items()}, f"b{tag}", block_dim)
+    variants = {}
+    for n in sorted(good):
+        k, unit = units[n]
+        for target in dtype_options(unit.tree):
+            variant = Unit(k, f"{n.rsplit('_s', 1)[1]}_{target}")
+            change_dtype(variant, target)
+            variants[variant.kernel_name] = (n, target, variant.render())
+    dtype_ok = builds({v: src for v, (_, _, src) in variants.items()}, f"d{tag}", block_dim) if variants else set()
+    out = []
+    for n in sorted(good, key=lambda n: (units[n][0].path, units[n][0].line)):
+        k = units[n][0]
+        targets = tuple(t for v, (owner, t, _) in sorted(variants.items()) if owner == n and v in dtype_ok)
+        out.append(Seed(k.module, k.path, k.name, k.line, targets, block_dim))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@ A builder draws a seed kernel from ``mutant_seeds.json`` (seed half of the refer
 known to build; larger kernels more often, see ``seed_weights``) and lets ``mutate`` change it (see that module for the mutations). The record's
 metadata names the seed kernel (distribution, version, module, file, line, licence) and lists
 the mutations applied. Mutants are not run: their launch inputs (meshes, textures, array sizes)
-are not modelled, so ``needs_runtime_objects`` is set with that reason. What it leaves out:
+are not modelled, so ``needs_runtime_objects`` is set with that reason. A mutant of a tile kernel
+carries its seed's launch block_dim (``launch.block_dim`` in the metadata). What it leaves out:
 ``complexity`` (a mutant is as large as its seed) and describing the parameters.
 """
 
@@ -71,7 +72,7 @@ def mutant(rng: random.Random, suffix: str) -> Mutant:
                 "deterministic": not nondeterministic(tree), "differentiable": True,
                 "record": {"seed_kernel": seed_record(seed), "mutations": applied}}
         statements = sum(isinstance(n, ast.stmt) for n in ast.walk(kernel)) - 1
-        return Mutant(name, source, meta, statements, funcs, structs)
+        return Mutant(name, source, meta, statements, funcs, structs, block_dim=seed.block_dim)
     raise M.MutationError("-", f"no mutable seed in {SEED_DRAWS} draws")
 
 
