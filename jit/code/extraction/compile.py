@@ -52,6 +52,8 @@ def compile_batch(module, kernels: Sequence, device: str, arch: int = wb.DEFAULT
 
 
 def _compile_split(module, kernels, device, options, opt, tmp, verdict, want_ptx, build=None):
+    if not kernels:  # nothing to blame: an empty half of a bisection
+        return None
     error, ptx = _try_compile(module, kernels, device, options, opt, tmp, build=build)
     if error:  # the batch failed: bisect
         if len(kernels) == 1:
