@@ -560,14 +560,20 @@ def pair_loop(p: Pattern, n: str, body: list[str], skip_self: bool) -> bool:
         p.add("j += 1", indent=1)
         return True
     p.add(f"for j in range({n}):")
+    loop_body(p, body, "j", "tid", skip_self)
+    return False
+
+
+def loop_body(p: Pattern, body: list[str], other: str, me: str, skip_self: bool) -> None:
+    """A neighbour loop's body; with ``skip_self`` the item itself is left out, by a ``continue``
+    or by a wrapping ``if`` (only for ``for`` loops: a ``while`` counter must always advance)."""
     if skip_self and p.coin():
-        p.add("if j == tid:", f"{INDENT}continue", *body, indent=1)
+        p.add(f"if {other} == {me}:", f"{INDENT}continue", *body, indent=1)
     elif skip_self:
-        p.add("if j != tid:", indent=1)
+        p.add(f"if {other} != {me}:", indent=1)
         p.add(*body, indent=2)
     else:
         p.add(*body, indent=1)
-    return False
 
 
 def _sph_density(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories import register
-from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern, poly6
+from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern, loop_body, poly6
 
 GRID = "a wp.HashGrid built over the positions array"
 
@@ -26,13 +26,7 @@ def neighbour_loop(p: Pattern, grid: str, x: str, radius: str, body: list[str], 
     else:
         p.add(f"query = wp.hash_grid_query({grid}, xi, {radius})", "index = int(0)",
               "while wp.hash_grid_query_next(query, index):")
-    if skip_self and p.coin():
-        p.add("if index == i:", f"{INDENT}continue", *body, indent=1)
-    elif skip_self:
-        p.add("if index != i:", indent=1)
-        p.add(*body, indent=2)
-    else:
-        p.add(*body, indent=1)
+    loop_body(p, body, "index", "i", skip_self)
 
 
 def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
