@@ -97,27 +97,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _categories(text: str | None) -> tuple[str, ...] | None:
-    if not text:
-        return None
     from jit.code.synthesis.generator import CATEGORIES
 
-    names = tuple(c.strip() for c in text.split(",") if c.strip())
-    unknown = [c for c in names if c not in CATEGORIES]
-    if unknown or not names:
-        raise UsageError(f"unknown category {', '.join(unknown) or repr(text)}; "
-                         f"choose from: {', '.join(sorted(CATEGORIES))}")
-    return names
+    return _choices(text, sorted(CATEGORIES), "category")
 
 
 def _sources(text: str | None) -> tuple[str, ...] | None:
-    if not text:
-        return None
     from jit.code.synthesis.generator import SOURCES
 
+    return _choices(text, list(SOURCES), "source")
+
+
+def _choices(text: str | None, known: list[str], what: str) -> tuple[str, ...] | None:
+    """A comma-separated list of known names (None when not given)."""
+    if not text:
+        return None
     names = tuple(c.strip() for c in text.split(",") if c.strip())
-    unknown = [c for c in names if c not in SOURCES]
+    unknown = [c for c in names if c not in known]
     if unknown or not names:
-        raise UsageError(f"unknown source {', '.join(unknown) or repr(text)}; choose from: {', '.join(SOURCES)}")
+        raise UsageError(f"unknown {what} {', '.join(unknown) or repr(text)}; choose from: {', '.join(known)}")
     return names
 
 
