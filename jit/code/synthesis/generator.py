@@ -56,11 +56,27 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
     category = rng.choices(names, weights)[0]
     suffix = item_hash(seed, index, attempt)
     name = f"{category}_{suffix}"
-    kb: KernelBuilder = CATEGORIES[category].build(rng, name, suffix, complexity)
-    source = kb.source()
+    for _ in range(REDRAWS):
+        kb: KernelBuilder = CATEGORIES[category].build(rng, name, suffix, complexity)
+        source = kb.source()
+        if CATEGORIES[category].source == "mutants" or not too_small(source):
+            break
     name = kb.name  # a builder may name its kernel by what it does (still ending in the suffix)
     return KernelSpec(name, category, source, seed, index, attempt,
                       metadata(kb, source, category, seed, index, attempt, complexity))
+
+
+REDRAWS = 4  # builds of a synthesized kernel before a too-small one is kept anyway
+MIN_STATEMENTS = 3  # in a synthesized kernel's body, ``wp.tid()`` included
+
+
+def too_small(source: str) -> bool:
+    """A synthesized kernel that dead-code elimination left as a bare copy or a single call: the
+    builder draws again (from the same per-item random source, so the item stays reproducible).
+    Mutants are exempt: a mutant is as small as its real seed."""
+    kernel = next(node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)
+                  and any("kernel" in ast.unparse(d) for d in node.decorator_list))
+    return sum(isinstance(node, ast.stmt) for node in ast.walk(kernel)) - 1 < MIN_STATEMENTS
 
 
 def choosable(categories: Sequence[str] | None, sources: Sequence[str] | None = None) -> list[str]:
