@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     from jit.code.extraction import discover
-    from jit.code.synthesis import pipeline, stats, validate
+    from jit.code.synthesis import pipeline
+    from jit.code.dataset import stats, validate
 
     pipeline.add_arguments(sub.add_parser("generate", help="generate a dataset of synthetic kernels and their code",
                                           description=pipeline.__doc__,

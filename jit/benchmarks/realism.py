@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds["real_code_figures"] = round(time.perf_counter() - t0, 2)
 
     if args.dataset is not None:
-        from jit.code.synthesis.stats import StatsError, read_records
+        from jit.code.dataset.stats import StatsError, read_records
 
         t0 = time.perf_counter()
         try:

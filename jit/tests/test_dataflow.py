@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.synthesis import dataflow, execute
+from jit.code.synthesis import dataflow
+from jit.code.dataset import execute
 from jit.code.synthesis.categories import CATEGORIES
 from jit.code.synthesis.generator import item_hash, metadata
 

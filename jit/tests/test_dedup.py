@@ -12,9 +12,10 @@ import re
 import pytest
 
 from jit.code.synthesis import batch_generator as bg
-from jit.code.synthesis import dedup, pipeline, writers
+from jit.code.dataset import dedup, writers
+from jit.code.synthesis import pipeline
 from jit.code.synthesis.generator import item_hash
-from jit.code.synthesis.tokens import jaccard
+from jit.code.dataset.tokens import jaccard
 
 KERNEL = '''
 @wp.kernel

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from jit.code.extraction import discover
-from jit.code.synthesis.records import FIELDS, content_id
+from jit.code.dataset.records import FIELDS, content_id
 
 KERNELS = textwrap.dedent('''
     from typing import Any

@@ -11,7 +11,8 @@ import os
 import numpy as np
 import pytest
 
-from jit.code.synthesis import execute, pipeline, writers
+from jit.code.dataset import execute, writers
+from jit.code.synthesis import pipeline
 from jit.code.synthesis.batch_generator import build_batch
 from jit.code.synthesis.generator import CATEGORIES, generate
 

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from jit.code.synthesis import pipeline, stats, writers
-from jit.code.synthesis.records import FIELDS, content_id
+from jit.code.synthesis import pipeline
+from jit.code.dataset import stats, writers
+from jit.code.dataset.records import FIELDS, content_id
 
 
 def generate(tmp_path, name, *extra, count=24, workers=1):

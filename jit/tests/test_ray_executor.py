@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from jit.code.synthesis import pipeline, writers
+from jit.code.synthesis import pipeline
+from jit.code.dataset import writers
 from test_pipeline import shard_bytes
 
 COUNT, SHARD = 30, 10

@@ -12,7 +12,7 @@ import pytest
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis import census, realism, reference
-from jit.code.synthesis.tokens import jaccard, norm_tokens, shingles
+from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
 
 
 def src(text: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.extraction.trace import child_command, run_traced
-from jit.code.synthesis.records import FIELDS, content_id
+from jit.code.dataset.records import FIELDS, content_id
 
 PROGRAM = textwrap.dedent('''\
     import os

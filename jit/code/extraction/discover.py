@@ -51,7 +51,7 @@ from types import ModuleType
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.synthesis.records import DEVICE_CHOICES, Pair, content_id
+from jit.code.dataset.records import DEVICE_CHOICES, Pair, content_id
 
 
 

@@ -269,7 +269,7 @@ def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, k
     from jit.code.extraction import warp_backend as wb
     from jit.code.extraction.discover import functions_code
     from jit.code.extraction.source_text import self_contained_source
-    from jit.code.synthesis.records import Pair, content_id
+    from jit.code.dataset.records import Pair, content_id
 
     source, why = self_contained_source(kernel)
     first = next(iter(irs.values()))

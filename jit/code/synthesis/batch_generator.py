@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.synthesis import dedup, writers
-from jit.code.synthesis.records import Pair, content_id
+from jit.code.dataset import dedup, writers
+from jit.code.dataset.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
@@ -307,7 +307,7 @@ class _PartState:
         try:
             records = {spec.name: make_record(spec, irs, run, by_name[spec.name].cid) for spec, _, irs in items}
             if run.validate != "none" and items:
-                from jit.code.synthesis import validate as checks
+                from jit.code.dataset import validate as checks
 
                 rejected.update(checks.validate_batch(run, handle.module, items, records, builds, block_dim))
         finally:

@@ -22,7 +22,7 @@ import shlex
 import sys
 import time
 
-from jit.code.synthesis.records import DEVICE_CHOICES
+from jit.code.dataset.records import DEVICE_CHOICES
 
 
 
@@ -167,7 +167,7 @@ def make_spec(args):
 
 def prepare_output(spec, resume: bool, overwrite: bool) -> None:
     """Check the output folder before any work; never touch an existing dataset unless asked."""
-    from jit.code.synthesis import writers
+    from jit.code.dataset import writers
 
     out = spec.out
     if os.path.exists(out) and not os.path.isdir(out):
@@ -243,7 +243,7 @@ def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "", 
                      ray_address: str | None = None) -> dict:
     """Run (or finish) a generation run into ``spec.out``; returns the stats written to stats.json."""
     from jit.code.synthesis import batch_generator as bg
-    from jit.code.synthesis import writers
+    from jit.code.dataset import writers
 
     t0 = time.perf_counter()
     done = writers.finished_parts(spec.out)
@@ -256,7 +256,7 @@ def generate_dataset(spec, workers: int, quiet: bool = True, command: str = "", 
         while True:
             todo = [p for p in parts if p.number not in done]
             if executor == "ray":
-                from jit.code.synthesis import ray_executor
+                from jit.code.dataset import ray_executor
 
                 results = ray_executor.run_parts(spec, todo, ray_address, progress.update)
             else:
@@ -282,7 +282,8 @@ def summarise(spec, part_stats: list[dict], merge, seconds: float, resumed: list
     from collections import Counter
 
     from jit.code.extraction import warp_backend as wb
-    from jit.code.synthesis import dedup, realism, writers
+    from jit.code.dataset import dedup, writers
+    from jit.code.synthesis import realism
     from jit.code.synthesis.generator import GENERATOR_VERSION
 
     per_category: Counter = Counter()
@@ -347,7 +348,7 @@ def run_command(args, parser=None) -> int:
         print(f"jit-synth generate: error: {exc}", file=sys.stderr)
         return 2
     command = "jit-synth generate " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []) or [])
-    from jit.code.synthesis.ray_executor import ClusterError
+    from jit.code.dataset.ray_executor import ClusterError
 
     try:
         stats = generate_dataset(spec, args.workers, args.quiet, command.strip(), args.executor, args.ray_address)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jit.code.synthesis.tokens import norm_tokens, shingles
+from jit.code.dataset.tokens import norm_tokens, shingles
 
 __all__ = ["FIGURES", "Profile", "Sampler", "dataset_figures", "figures", "idiom_pairs", "js_divergence",
            "kernel_defs", "label", "profile", "scan", "wp_call"]

@@ -27,7 +27,7 @@ class StatsError(Exception):
 
 def read_records(folder: Path):
     """The records of a dataset folder's shards (JSONL or Parquet), in shard order."""
-    from jit.code.synthesis import writers
+    from jit.code.dataset import writers
 
     files = writers.data_files(str(folder)) if folder.is_dir() else []
     if not files:

@@ -18,7 +18,7 @@ import os
 import sys
 from collections import Counter, defaultdict
 
-from jit.code.synthesis.records import FIELDS, content_id
+from jit.code.dataset.records import FIELDS, content_id
 
 BATCH = 64
 
@@ -64,7 +64,7 @@ def validate_batch(run, module, items: list, records: dict, builds: dict | None 
         if kernel.key in records and kernel.key not in failed:
             records[kernel.key].validation = {d: "compiled" for d in run.devices}
     if run.validate == "execute":
-        from jit.code.synthesis import execute
+        from jit.code.dataset import execute
 
         alive = [(s, k, irs) for s, k, irs in items if k.key not in failed]
         failed.update(execute.execute_batch(run, alive, records))
@@ -86,7 +86,7 @@ def add_arguments(p) -> None:
 def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tuple[Counter, dict[str, list[str]], int]:
     """(problems by reason, reason -> bad ids or shard:line, records read)."""
     from jit.code.extraction import warp_backend as wb
-    from jit.code.synthesis import writers
+    from jit.code.dataset import writers
 
     wb.silence_performance_notes()
     problems: Counter = Counter()
@@ -131,7 +131,7 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tup
                     report(reason, rid)
     replay = [r for r in good if r.get("io")]
     if replay:
-        from jit.code.synthesis import execute
+        from jit.code.dataset import execute
 
         for rid, reason in execute.replay_records(replay).items():
             report(reason, rid)
@@ -177,7 +177,7 @@ def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | 
 
 
 def run_command(args, parser=None) -> int:
-    from jit.code.synthesis import writers
+    from jit.code.dataset import writers
 
     if not os.path.isdir(args.dataset):
         print(f"jit-synth validate: error: {args.dataset} is not a folder", file=sys.stderr)

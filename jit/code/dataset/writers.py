@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from jit.code.synthesis.records import FIELDS
+from jit.code.dataset.records import FIELDS
 
 WORK = ".jit-synth"
 
