@@ -1,4 +1,4 @@
-"""``jit-synth``: generate | extract | validate | stats.
+"""``jit-synth``: generate | extract | trace | validate | stats | split | export | report.
 
 Each sub-command lives in the module that owns its work; this file only wires argparse.
 """
@@ -34,16 +34,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from jit.code.extraction import discover
+    from jit.code.extraction import discover, trace
     from jit.code.synthesis import pipeline
     from jit.code.dataset import stats, validate
 
     pipeline.add_arguments(sub.add_parser("generate", help="generate a dataset of synthetic kernels and their code",
                                           description=pipeline.__doc__,
                                           formatter_class=argparse.RawDescriptionHelpFormatter))
-    discover.add_arguments(sub.add_parser("extract", help="extract pairs from existing Warp code (file, folder, package)",
+    discover.add_arguments(sub.add_parser("extract", help="a dataset of the kernels in existing Warp code (files, folders, packages)",
                                           description=discover.__doc__,
                                           formatter_class=argparse.RawDescriptionHelpFormatter))
+    trace.add_arguments(sub.add_parser("trace", help="a dataset of the kernels a Warp program builds while it runs",
+                                       description=trace.__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter))
     stats.add_arguments(sub.add_parser("stats", help="summarise a dataset folder: categories, builtins, sizes",
                                        description=stats.__doc__,
                                        formatter_class=argparse.RawDescriptionHelpFormatter))

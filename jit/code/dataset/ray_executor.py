@@ -1,10 +1,10 @@
 """Run work parts as Ray tasks: the same parts, hence the same records, as the local executor.
 
-Each ``Part`` becomes one task (1 CPU) that calls ``batch_generator.run_part`` on a Ray worker.
+Each ``Part`` becomes one task (1 CPU) that calls the source's ``run_part`` on a Ray worker.
 The task writes its part and completion marker straight into ``spec.out``, so the output folder
 must be on storage every node sees (NFS, a shared volume, a FUSE mount): the driver never
 carries records, only per-part stats. Parts are fixed index ranges and the final merge is done
-by the driver in part order (``batch_generator.Merge``), so where a task ran does not change
+by the driver in part order (``engine.Merge``), so where a task ran does not change
 the result.
 
 A task that raises or loses its worker or node is retried up to ``MAX_RETRIES`` times; a part
@@ -13,7 +13,7 @@ settled, so a rerun with ``--resume`` has only the failed parts left to do.
 
 Every node needs the package installed (``pip install 'warp-jit-synth[ray]'``): tasks import
 ``jit`` by name. What this module leaves out: starting or sizing clusters (Ray's job), and
-anything about what goes into a part (``batch_generator``).
+anything about what goes into a part (the source).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.synthesis import batch_generator as bg
+from jit.code.dataset import engine as bg
 
 MAX_RETRIES = 3
 POLL_SECONDS = 0.5
@@ -105,7 +105,7 @@ class _Sink:
 
 
 def _task(spec: bg.RunSpec, part: bg.Part, tally) -> dict:
-    return bg.run_part(spec, part, _Sink(tally, part.number)).to_dict()
+    return spec.source.run_part(spec, part, _Sink(tally, part.number)).to_dict()
 
 
 def _start_tally():
@@ -118,7 +118,7 @@ def _start_tally():
 
 
 def run_parts(spec: bg.RunSpec, parts: list[bg.Part], address: str | None, on_progress) -> list[dict]:
-    """Run ``parts`` as Ray tasks; per-part stats sorted by part, as ``batch_generator.run_parts``.
+    """Run ``parts`` as Ray tasks; per-part stats sorted by part, as ``engine.run_parts``.
 
     ``on_progress(pairs, rejects)`` gets increments while the tasks run. Raises ``ShardFailed``
     when parts still fail after their retries (after the other parts have finished).
@@ -131,7 +131,9 @@ def run_parts(spec: bg.RunSpec, parts: list[bg.Part], address: str | None, on_pr
     tally = None
     try:
         tally = _start_tally()
-        task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=True)(_task)
+        # a source of real code imports it: such a part gets a worker process of its own
+        fresh = getattr(spec.source, "fresh_process", False)
+        task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=True, max_calls=1 if fresh else 0)(_task)
         pending = {task.remote(spec, p, tally): p for p in parts}
         return _collect(pending, tally, on_progress)
     finally:

@@ -85,3 +85,18 @@ def normalise(source: str) -> str:
 
 def content_id(source: str) -> str:
     return hashlib.sha256(normalise(source).encode("utf-8")).hexdigest()[:20]
+
+
+def salted_id(source: str, code: str) -> str:
+    """The id of a record whose Python text may not tell it apart from another kernel's (real code
+    that is not self-contained): the content id and the generated code together."""
+    return hashlib.sha256(f"{content_id(source)}:{code}".encode("utf-8")).hexdigest()[:20]
+
+
+def record_id(record: dict) -> str:
+    """The id a record must carry: ``content_id`` of its python_source, or ``salted_id`` when its
+    metadata says ``id_salt: code``."""
+    meta = record.get("metadata") or {}
+    if meta.get("id_salt") == "code":
+        return salted_id(record["python_source"], record.get("cpu_forward") or record.get("cuda_forward") or "")
+    return content_id(record["python_source"])

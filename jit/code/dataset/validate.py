@@ -18,7 +18,7 @@ import os
 import sys
 from collections import Counter, defaultdict
 
-from jit.code.dataset.records import FIELDS, content_id
+from jit.code.dataset.records import FIELDS, record_id
 
 BATCH = 64
 
@@ -115,20 +115,13 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tup
                 report("duplicate id", rid)
                 continue
             seen.add(rid)
-            if not isinstance(record["python_source"], str) or content_id(record["python_source"]) != rid:
+            if not isinstance(record["python_source"], str) or record_id(record) != rid:
                 report("id does not match python_source", rid)
                 continue
             good.append(record)
-    if compile_code:  # Warp compiles a module once per launch block_dim: group records by it
-        groups: dict = defaultdict(list)
-        for r in good:
-            launch = (r.get("metadata") or {}).get("launch") or {}
-            groups[launch.get("block_dim")].append(r)
-        for block_dim, group in sorted(groups.items(), key=lambda g: g[0] or 0):
-            for start in range(0, len(group), BATCH):
-                chunk = group[start:start + BATCH]
-                for rid, reason in _compile_records(chunk, arch, f"{block_dim}_{start}", block_dim).items():
-                    report(reason, rid)
+    if compile_code:
+        for rid, reason in compile_rebuilt(good, arch).items():
+            report(reason, rid)
     replay = [r for r in good if r.get("io")]
     if replay:
         from jit.code.dataset import execute
@@ -136,6 +129,60 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90) -> tup
         for rid, reason in execute.replay_records(replay).items():
             report(reason, rid)
     return problems, bad, n
+
+
+def launch_block_dim(record: dict) -> int | None:
+    """The CUDA block_dim a record's code is for, None for its module's default."""
+    meta = record.get("metadata") or {}
+    launch = meta.get("launch") or {}
+    if launch.get("block_dim"):
+        return launch["block_dim"]
+    if meta.get("found_by") == "trace" and str(meta.get("device", "")).startswith("cuda"):
+        return meta.get("block_dim")
+    cuda = (meta.get("devices") or {}).get("cuda") if isinstance(meta.get("devices"), dict) else None
+    if cuda and cuda.get("module_block_dim"):
+        return cuda.get("block_dim")
+    return None
+
+
+def compile_rebuilt(records: list[dict], arch: int = 90, tag: str = "") -> dict[str, str]:
+    """Rebuild records from their python_source alone and compile them; id -> reason for the bad.
+
+    Records are compiled many to a module (Warp compiles a module once per launch block_dim, so
+    they are grouped by it); records that define the same top-level name go to different modules,
+    as each record's text is a file of its own.
+    """
+    groups: dict = defaultdict(list)
+    for r in records:
+        groups[launch_block_dim(r)].append(r)
+    out: dict[str, str] = {}
+    for block_dim, group in sorted(groups.items(), key=lambda g: g[0] or 0):
+        for i, batch in enumerate(_disjoint_batches(group)):
+            out.update(_compile_records(batch, arch, f"{tag}{block_dim}_{i}", block_dim))
+    return out
+
+
+def _disjoint_batches(records: list[dict]) -> list[list[dict]]:
+    """Batches of at most BATCH records whose sources define different top-level names."""
+    import ast
+
+    batches: list[tuple[list[dict], set[str]]] = []
+    for r in records:
+        try:
+            names = {n.name if hasattr(n, "name") else "" for n in ast.parse(r["python_source"]).body
+                     if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            names |= {t.id for n in ast.parse(r["python_source"]).body if isinstance(n, ast.Assign)
+                      for t in n.targets if isinstance(t, ast.Name)}
+        except SyntaxError:
+            names = set()
+        for batch, used in batches:
+            if len(batch) < BATCH and not names & used:
+                batch.append(r)
+                used |= names
+                break
+        else:
+            batches.append(([r], set(names)))
+    return [b for b, _ in batches]
 
 
 def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | None = None) -> dict[str, str]:
@@ -161,7 +208,7 @@ def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | 
         return out
     handle = wb.define([r["python_source"] for r in kept], f"jit_synth_check_{tag}_{os.getpid()}")
     try:
-        kernels = [handle.namespace[r["kernel_name"]] for r in kept]
+        kernels = [_concrete(handle.namespace[r["kernel_name"]]) for r in kept]
         by_key = {k.key: r["id"] for k, r in zip(kernels, kept)}
         for device in ("cpu", "cuda"):
             todo = [k for k, r in zip(kernels, kept) if r.get(f"{device}_forward") and by_key[k.key] not in out]
@@ -174,6 +221,17 @@ def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | 
     finally:
         handle.release()
     return out
+
+
+def _concrete(kernel):
+    """The kernel a record's text defines: for an instance of a generic kernel, its one overload."""
+    from jit.code.extraction import warp_backend as wb
+
+    if wb.is_generic(kernel):
+        overloads = wb.kernel_overloads(kernel)
+        if len(overloads) == 1:
+            return overloads[0]
+    return kernel
 
 
 def run_command(args, parser=None) -> int:

@@ -1,36 +1,33 @@
-"""Extract training pairs from existing Warp code: a .py file, a folder, or a package.
+"""Extract training pairs from existing Warp code: files, folders and packages, into a dataset.
 
-TARGET is a path to a .py file, a folder (searched recursively for .py files), or the
-name of an importable module or package (every submodule is imported). Each kernel found
-becomes one JSONL record per concrete kernel: a generic kernel gives one record per
-registered overload (wp.overload). Fields: id, kernel_name, category ("extracted"),
-python_source, cpu_forward, cpu_backward, cuda_forward, cuda_backward, cpu_functions,
-cuda_functions, validation, metadata. Code for a device that was not requested is null;
-a backward is null where Warp generates none (enable_backward=False).
+Each TARGET is a path to a .py file, a folder (searched recursively for .py files), or the
+name of an importable module or package (every submodule is imported). Every concrete kernel
+they define (each registered overload of a generic kernel) becomes one record, once across all
+targets (deduplicated by content id). The dataset folder is the one `jit-synth generate` writes:
+DIR/data/train-*.jsonl|parquet, DIR/stats.json and the card DIR/README.md, with the same
+--validate, --resume/--overwrite, --workers, --shard-size, --splits and --exclude, and the same
+records for any --workers (each part of the module list is imported in a fresh process).
 
-  python_source    the user @wp.func helpers the kernel calls (callees first), then the kernel;
-                   @wp.struct classes are not repeated there (their C++ is in <dev>_functions)
+  python_source    the kernel with the @wp.func helpers, @wp.structs and module-level constants it
+                   uses: it rebuilds the kernel on its own (metadata.self_contained; when it cannot,
+                   metadata.self_contained_reason says why and the id includes the code)
   <dev>_forward    the forward function; on CPU preceded by the wp_args_<kernel> struct
   <dev>_functions  the generated structs, helper forwards and helper adjoints it needs
-  metadata         module, file, warp_version, args, helpers, overload signature, and per
-                   device the mangled name and options (block_dim: 1 on CPU, the module's on CUDA)
+  metadata         found_by "module", distribution, distribution_version, license, module, file
+                   (relative to the distribution), line, overload signature, per-device options
 
-The code is what Warp compiles when the kernel is launched with default launch options.
-Global wp.config changes an imported module makes are listed in metadata.config_changes and
-undone after its import, so they do not leak into the next module; what Warp copied into
-the module's own options meanwhile (enable_backward, when its first kernel is defined)
-stays, as it does in a real launch. A kernel belongs to the module whose source defines its
-Python function: module-level kernels, and kernels made by factories at import time.
-Files are imported by path under a private module name, so a file that imports its
-siblings by plain name fails to import unless its folder is on the import path.
+The code is what Warp compiles when the kernel is launched with default launch options (use
+`jit-synth trace` for the options a real program launches with, and for kernels made while it
+runs). Global wp.config changes an imported module makes are listed in metadata.config_changes
+and undone after its import. A module that fails to import, or a kernel that fails to extract,
+is reported on stderr and skipped (counted in stats.json); near-duplicate control is off by
+default (every concrete kernel is kept once). Files are imported by path under a private module
+name, so a file that imports its siblings by plain name fails to import unless its folder is on
+the import path. Exit status: 0 done, 1 nothing could be extracted, 2 bad TARGET or option.
 
-A module that fails to import, or a kernel that fails to extract, is reported on stderr
-and skipped; the last line on stdout counts kernels found, extracted and failed by reason.
-The output file is written under a temporary name and renamed when complete.
-Exit status: 0 done, 1 nothing could be extracted, 2 bad TARGET or --device.
-
-  jit-synth extract warp.examples --device both --output examples.jsonl
-  jit-synth extract my_sim/ --device cuda --output my_sim.jsonl
+examples:
+  jit-synth extract warp.examples warp.tests --output out/warp-real --validate compile
+  jit-synth extract my_sim/ other/kernels.py --device cuda --output out/my-sim --splits train=0.9,test=0.1
 """
 
 from __future__ import annotations
@@ -51,7 +48,7 @@ from types import ModuleType
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.dataset.records import DEVICE_CHOICES, Pair, content_id
+from jit.code.dataset.records import Pair, content_id, salted_id
 
 
 
@@ -213,7 +210,7 @@ def module_kernels(module: ModuleType) -> list:
 # kernels -> records
 
 
-def extract_module_kernels(kernels: list, devices: tuple[str, ...]) -> Iterator[tuple[object, dict | ExtractionError]]:
+def extract_module_kernels(kernels: list, devices: tuple[str, ...], backward: bool = True) -> Iterator[tuple[object, dict | ExtractionError]]:
     """(kernel, {device: KernelIR}) per concrete kernel, or (kernel, ExtractionError) for a failure.
 
     Kernels of one Warp module are built together; if that fails, one by one, so a bad
@@ -232,26 +229,26 @@ def extract_module_kernels(kernels: list, devices: tuple[str, ...]) -> Iterator[
         if not concrete:
             continue
         try:
-            irs = extract_many(concrete, devices)
+            irs = extract_many(concrete, devices, backward=backward)
         except Exception:
             for kernel in concrete:
-                yield kernel, _extract_alone(kernel, devices)
+                yield kernel, _extract_alone(kernel, devices, backward)
         else:
             yield from zip(concrete, irs)
 
 
-def _extract_alone(kernel, devices) -> dict | ExtractionError:
+def _extract_alone(kernel, devices, backward: bool = True) -> dict | ExtractionError:
     try:
-        return extract_many([kernel], devices)[0]
+        return extract_many([kernel], devices, backward=backward)[0]
     except ExtractionError as exc:
         if "cuda" in devices and wb.uses_tiles(kernel) and "for cuda" in exc.reason:
-            return _smaller_block(kernel, devices, exc)
+            return _smaller_block(kernel, devices, exc, backward)
         return exc
     except Exception as exc:
         return ExtractionError(kernel.key, f"{type(exc).__name__}: {exc}")
 
 
-def _smaller_block(kernel, devices, error: ExtractionError) -> dict | ExtractionError:
+def _smaller_block(kernel, devices, error: ExtractionError, backward: bool = True) -> dict | ExtractionError:
     """A tile kernel that does not build at the module's block_dim on CUDA (e.g. ``tile_fft``
     needs a few elements per thread): its real launch passes a smaller ``block_dim``, so try
     halving it. The code is then what Warp compiles for a launch with that block_dim.
@@ -260,12 +257,12 @@ def _smaller_block(kernel, devices, error: ExtractionError) -> dict | Extraction
     block_dim = module_block_dim // 2
     while block_dim >= 1:
         try:
-            cuda = extract_many([kernel], ("cuda",), block_dim=block_dim)[0]
+            cuda = extract_many([kernel], ("cuda",), block_dim=block_dim, backward=backward)[0]
         except ExtractionError:
             block_dim //= 2
             continue
         try:  # the other devices' code does not depend on the CUDA block_dim
-            others = extract_many([kernel], [d for d in devices if d != "cuda"])[0] if len(devices) > 1 else {}
+            others = extract_many([kernel], [d for d in devices if d != "cuda"], backward=backward)[0] if len(devices) > 1 else {}
         except ExtractionError:
             return error
         cuda["cuda"].metadata["options"]["module_block_dim"] = module_block_dim
@@ -274,33 +271,42 @@ def _smaller_block(kernel, devices, error: ExtractionError) -> dict | Extraction
 
 
 def make_pair(kernel, irs: dict[str, KernelIR], source: Source, config_changes: dict) -> Pair:
-    """One dataset record from a concrete kernel's per-device IR."""
+    """One dataset record from a concrete kernel's per-device IR, with its provenance."""
+    from jit.code.extraction.provenance import provenance
+    from jit.code.extraction.source_text import self_contained_source
+
     first = next(iter(irs.values()))
-    # overloads of a generic helper share one source: list it once
-    helpers = dict.fromkeys(f.python_source.strip("\n") for f in first.functions if f.python_source.strip())
-    python_source = "\n\n".join([*helpers, first.python_source.strip("\n")]) + "\n"
-    signature = wb.overload_signature(kernel)
-    pair_id = content_id(python_source)
-    if signature is not None:  # overloads share the source; their argument types tell them apart
-        pair_id = hashlib.sha256(f"{pair_id}:{signature}".encode()).hexdigest()[:20]
-    pair = Pair(id=pair_id, kernel_name=first.kernel_name, category="extracted", python_source=python_source)
+    python_source, why = self_contained_source(kernel)
+    pair = Pair(id=content_id(python_source), kernel_name=first.kernel_name, category="extracted",
+                python_source=python_source)
     for device, ir in irs.items():
         forward = ir.forward if not ir.args_struct else ir.args_struct.strip("\n") + "\n" + ir.forward
         setattr(pair, f"{device}_forward", forward)
         setattr(pair, f"{device}_backward", ir.backward)
         setattr(pair, f"{device}_functions", functions_code(ir))
+    pair.validation = {d: "generated" for d in irs}
+    func = wb.python_function(kernel)
+    module = source.name if source.path is None else source.path.stem
+    filename = str(source.path) if source.path is not None else func.__code__.co_filename
     pair.metadata = {
-        "module": source.name if source.path is None else source.path.stem,
-        "file": _file_of(kernel, source),
+        "found_by": "module",
+        **provenance(module if source.path is None else "", filename),
+        "module": module,
+        "line": func.__code__.co_firstlineno,
         "warp_version": first.metadata["warp_version"],
         "args": first.metadata["args"],
         "helpers": [f.name for f in first.functions],
         "generic_parent": first.metadata["generic_parent"],
-        "overload_signature": signature,
+        "overload": wb.overload_signature(kernel),
+        "self_contained": why is None,
+        "self_contained_reason": why,
         "devices": {d: {"mangled_name": ir.mangled_name, "source_ext": ir.source_ext, **ir.metadata["options"]}
                     for d, ir in irs.items()},
         "config_changes": config_changes,
     }
+    if why is not None:  # the text may not tell this kernel from another one: its code does
+        pair.metadata["id_salt"] = "code"
+        pair.id = salted_id(python_source, pair.cpu_forward or pair.cuda_forward or "")
     return pair
 
 
@@ -332,33 +338,129 @@ def failure_reason(error: ExtractionError) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# the command
+# the source
 
 
-def run_extract(sources: list[Source], devices: tuple[str, ...], output: Path, progress: bool = False,
-                log=None) -> Report:
-    """Import every source, extract its kernels and write the JSONL file (atomically)."""
-    from tqdm import tqdm
+MODULES_PER_PART = 4
 
-    log = log or (lambda message: tqdm.write(message, file=sys.stderr))
+
+@dataclass(frozen=True, slots=True)
+class ModuleKernels:
+    """Module extraction as a source of the dataset engine: item ``i`` is the ``i``-th module."""
+
+    targets: tuple[str, ...]
+    modules: tuple[tuple[str, str | None], ...]  # (import name, file path or None)
+    name = "extract"
+    growable = False
+    fresh_process = True
+
+    @classmethod
+    def resolve(cls, targets: list[str]) -> "ModuleKernels":
+        """Raises ``TargetNotFound``; a module named by two targets is imported once."""
+        modules: dict[tuple[str, str | None], None] = {}
+        for target in targets:
+            for source in resolve_target(target):
+                modules[(source.name, None if source.path is None else str(source.path))] = None
+        return cls(tuple(targets), tuple(modules))
+
+    def identity(self) -> dict:
+        return {"targets": list(self.targets)}
+
+    def size(self, run) -> int:
+        return len(self.modules)
+
+    def part_size(self, run) -> int:
+        return MODULES_PER_PART
+
+    def warm(self, run) -> None:
+        wb.init()
+        wb.silence_performance_notes()
+
+    def describe(self) -> dict:
+        return {"targets": list(self.targets), "modules": len(self.modules)}
+
+    def run_part(self, run, part, progress=None):
+        return run_part(self, run, part, progress)
+
+
+def run_part(source: ModuleKernels, run, part, progress=None):
+    """Import the part's modules, extract (and validate) their kernels, write the part."""
+    import time
+
+    from jit.code.dataset import writers
+    from jit.code.dataset.engine import PartStats
+
+    wb.init()
+    wb.silence_performance_notes()
+    t0 = time.perf_counter()
+    stats = PartStats(part.number, part.start, part.stop)
     report = Report()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.tmp-{os.getpid()}")
+    out = writers.PartWriter(run.out, part.number)
     seen_ids: dict[str, str] = {}
-    try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            for source in tqdm(sources, desc="modules", unit="mod", disable=not progress, file=sys.stderr):
-                for pair in _source_pairs(source, devices, report, log):
-                    pair.id = _unique_id(pair, seen_ids)
-                    out.write(json.dumps(pair.to_dict(), ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, output)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return report
+    row = 0
+    for name, path in source.modules[part.start:part.stop]:
+        module_source = Source(name, None if path is None else Path(path))
+        pairs = list(_source_pairs(module_source, run.devices, report, _log, run.backward))
+        rejects_before = sum(stats.rejects.values())
+        if run.validate == "compile" and pairs:
+            pairs = _compiled(pairs, run, stats)
+        for kernel, pair in pairs:
+            pair.id = _unique_id(pair, seen_ids)
+            out.add(row, pair.to_dict())
+            row += 1
+        if progress is not None:
+            progress.put((len(pairs), sum(stats.rejects.values()) - rejects_before))
+    for reason, n in report.failed.items():
+        stats.rejects[reason] += n
+    stats.rejects["import failed"] += report.import_failed
+    stats.rejects["generic kernel without overloads"] += report.skipped
+    stats.rejects = +stats.rejects
+    stats.records = len(out)
+    stats.extra = {"modules_imported": report.modules, "modules_failed": report.import_failed,
+                   "kernels_found": report.found}
+    stats.seconds = time.perf_counter() - t0
+    out.finish(stats.to_dict())
+    return stats
 
 
-def _source_pairs(source: Source, devices, report: Report, log) -> Iterator[Pair]:
+def _log(message: str) -> None:
+    print(f"[jit-synth extract] {message}", file=sys.stderr, flush=True)
+
+
+def _compiled(pairs: list, run, stats) -> list:
+    """The pairs whose live kernels compile for every requested device (one unit per Warp module
+    and launch block_dim, bisected on failure); sets ``validation``; counts the others."""
+    from jit.code.extraction.compile import compile_batch
+
+    groups: dict[tuple, list] = {}
+    for kernel, pair in pairs:
+        cuda = (pair.metadata.get("devices") or {}).get("cuda") or {}
+        key = (id(wb.kernel_module(kernel)), cuda.get("block_dim") if cuda.get("module_block_dim") else None)
+        groups.setdefault(key, []).append((kernel, pair))
+    failed: dict[str, str] = {}
+    for (_, block_dim), group in groups.items():
+        kernels = [k for k, _ in group]
+        module = wb.kernel_module(kernels[0])
+        for device in run.devices:
+            archs = run.archs if device == "cuda" else (None,)
+            for arch in archs:
+                alive = [k for k in kernels if k.key not in failed]
+                if not alive:
+                    break
+                extra = {} if arch is None else {"arch": arch}
+                verdict, _ = compile_batch(module, alive, device, block_dim=block_dim if device == "cuda" else None, **extra)
+                failed.update({k: f"compile failed on {device}" for k, r in verdict.items() if r})
+    kept = []
+    for kernel, pair in pairs:
+        if kernel.key in failed:
+            stats.rejects[failed[kernel.key]] += 1
+            continue
+        pair.validation = {d: "compiled" for d in run.devices}
+        kept.append((kernel, pair))
+    return kept
+
+
+def _source_pairs(source: Source, devices, report: Report, log, backward: bool = True) -> Iterator[tuple[object, Pair]]:
     label = str(source.path) if source.path is not None else source.name
     try:
         module, changes = import_source(source)
@@ -368,7 +470,7 @@ def _source_pairs(source: Source, devices, report: Report, log) -> Iterator[Pair
         return
     report.modules += 1
     emitted = set()
-    for kernel, result in extract_module_kernels(module_kernels(module), devices):
+    for kernel, result in extract_module_kernels(module_kernels(module), devices, backward):
         if isinstance(result, dict):
             # a kernel defined twice with the same content (and hash): Warp compiles it once
             key = (wb.kernel_module(kernel).name, *(ir.mangled_name for ir in result.values()))
@@ -385,16 +487,17 @@ def _source_pairs(source: Source, devices, report: Report, log) -> Iterator[Pair
             log(f"kernel failed: {label}: {result.kernel}: {_first_line(result)}")
             continue
         report.extracted += 1
-        yield make_pair(kernel, result, source, changes)
+        yield kernel, make_pair(kernel, result, source, changes)
 
 
 def _unique_id(pair: Pair, seen: dict[str, str]) -> str:
-    """Same source but different code (e.g. kernels a factory makes with other constants): tell apart."""
+    """Same id but different code within a part: tell apart by the code (``records.salted_id``)."""
     code = pair.cpu_forward or pair.cuda_forward or ""
     first = seen.setdefault(pair.id, code)
     if first == code:
         return pair.id
-    salted = hashlib.sha256(f"{pair.id}:{code}".encode()).hexdigest()[:20]
+    pair.metadata["id_salt"] = "code"
+    salted = salted_id(pair.python_source, code)
     seen.setdefault(salted, code)
     return salted
 
@@ -405,30 +508,40 @@ def _first_line(exc: BaseException) -> str:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("target", metavar="TARGET",
-                        help="a .py file, a folder of them, or an importable module/package name")
-    parser.add_argument("--device", default="both", metavar="{cpu,cuda,both}",
-                        help="which device's generated code to extract (default: both)")
-    parser.add_argument("--output", "-o", required=True, type=Path, metavar="FILE.jsonl",
-                        help="the JSONL file to write (replaced only when complete)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    parser.add_argument("targets", metavar="TARGET", nargs="+",
+                        help="a .py file, a folder of them, or an importable module/package name (several allowed)")
+    from jit.code.dataset import options
+
+    options.add_arguments(parser, output_default=None, near_dup_default=0.0)
     parser.set_defaults(run=run)
 
 
-def run(args, parser) -> int:
-    devices = DEVICE_CHOICES.get(args.device)
-    if devices is None:
-        print(f"{parser.prog}: error: unknown --device {args.device!r} (choose cpu, cuda or both)", file=sys.stderr)
-        return 2
+def run(args, parser=None) -> int:
+    from jit.code.dataset import options
+    from jit.code.dataset.engine import UsageError
+
+    prog = "jit-synth extract"
     try:
-        sources = resolve_target(args.target)
-    except TargetNotFound as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        if args.output.endswith(".jsonl"):
+            raise UsageError(f"--output {args.output}: give a dataset folder (extract writes data/, stats.json and a card)")
+        source = ModuleKernels.resolve(args.targets)
+        spec = options.run_spec(args, source)
+    except (TargetNotFound, UsageError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    progress = not args.no_progress and sys.stderr.isatty()
-    report = run_extract(sources, devices, args.output, progress=progress)
-    print(report.summary())
-    return 1 if report.found and not report.extracted else 0
+    status = options.run(prog, args, spec)
+    if status == 0:
+        import json as _json
+
+        with open(os.path.join(spec.out, "stats.json"), encoding="utf-8") as f:
+            stats = _json.load(f)
+        counts = stats.get("source_counts", {})
+        if not args.quiet:
+            print(f"modules: {counts.get('modules_imported', 0)} imported, {counts.get('modules_failed', 0)} failed to "
+                  f"import; kernels: {counts.get('kernels_found', 0)} found, {stats['count']} records")
+        if counts.get("kernels_found", 0) and not stats["count"]:
+            return 1
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

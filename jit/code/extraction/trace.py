@@ -1,5 +1,19 @@
-"""Kernels a running program builds: run it unchanged and record each one (``jit-synth trace``).
+"""Kernels a running program builds: run it unchanged and record each one into a dataset.
 
+    jit-synth trace --output DIR -- python SCRIPT.py [ARGS]
+    jit-synth trace --output DIR -- python -m MODULE [ARGS]
+    jit-synth trace --output DIR --device cpu -- pytest -q tests/test_sim.py
+
+The program runs as it is, in the current folder, with its output shown; every kernel Warp
+builds meanwhile (module-level kernels, factory closures, generic kernels as launched, with the
+options the program built them with) is extracted for --device and written to the dataset
+folder DIR as `jit-synth generate` writes it (data/, stats.json, card; --validate compile
+rebuilds each record from its own python_source and compiles it; records whose text cannot
+rebuild them are kept with --validate none only). The program's exit status and the count of
+kernels are printed; a program that fails or crashes still yields the kernels it built. Nothing
+is written outside DIR except what the program itself writes.
+
+How it works: 
 ``run_traced(["python", "sim.py", ...], devices, workdir)`` runs the program as a child of
 this interpreter (``python SCRIPT``, ``python -m MODULE`` or ``pytest ...``), in the caller's
 working directory, with its output passed through to the terminal. A ``sitecustomize`` in a
@@ -22,8 +36,8 @@ outside ``workdir`` except what the program itself writes (Warp's kernel cache i
 
 from __future__ import annotations
 
+import argparse
 import collections
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -166,6 +180,190 @@ def read_records(out_dir: Path) -> tuple[list[dict], Counter]:
 
 
 # ---------------------------------------------------------------------------------------------
+# the source and the command
+
+
+RECORDS_PER_PART = 64
+
+
+@dataclass(frozen=True, slots=True)
+class TracedKernels:
+    """A traced program run as a source of the dataset engine: item ``i`` is the ``i``-th kernel it built.
+
+    ``record(run)`` runs the program once and writes its kernels to ``workdir/kernels.jsonl``
+    (and ``workdir/program.json``); the parts then read that file. A ``--resume`` does not run
+    the program again once ``program.json`` exists.
+    """
+
+    command: tuple[str, ...]
+    workdir: str
+    name = "trace"
+    growable = False
+    fresh_process = False
+
+    def identity(self) -> dict:
+        return {"command": list(self.command)}
+
+    @property
+    def kernels_file(self) -> str:
+        return os.path.join(self.workdir, "kernels.jsonl")
+
+    def program(self) -> dict:
+        path = os.path.join(self.workdir, "program.json")
+        if not os.path.exists(path):
+            return {}
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def record(self, run) -> TraceResult:
+        """Run the program under the hook (unless an earlier run of this command did)."""
+        from jit.code.dataset import writers
+
+        if self.program():
+            return None
+        result = run_traced(list(self.command), run.devices, Path(self.workdir), run.backward)
+        lines = "".join(writers.dumps(r) + "\n" for r in _distinct(result.records))
+        writers.write_atomic(self.kernels_file, lines)
+        writers.write_json(os.path.join(self.workdir, "program.json"), {
+            "command": list(self.command), "exit_status": result.exit_status, "kernels": result.captured,
+            "failed": dict(result.failed), "output_tail": result.output_tail})
+        return result
+
+    def size(self, run) -> int:
+        if not os.path.exists(self.kernels_file):
+            return 0
+        with open(self.kernels_file, encoding="utf-8") as f:
+            return sum(1 for _ in f)
+
+    def part_size(self, run) -> int:
+        return RECORDS_PER_PART
+
+    def warm(self, run) -> None:
+        from jit.code.extraction import warp_backend as wb
+
+        wb.init()
+        wb.silence_performance_notes()
+
+    def describe(self) -> dict:
+        program = self.program()
+        return {"command": list(self.command), "program_exit_status": program.get("exit_status"),
+                "kernels_built": program.get("kernels"), "trace_failures": program.get("failed", {})}
+
+    def run_part(self, run, part, progress=None):
+        return run_part(self, run, part, progress)
+
+
+def _distinct(records: list[dict]) -> list[dict]:
+    """Records whose text is the same but whose code differs (a kernel built with other options)
+    get ids that include their code, so the engine keeps each build once."""
+    from jit.code.dataset.records import salted_id
+
+    first: dict[str, str] = {}
+    for r in records:
+        code = r.get("cpu_forward") or r.get("cuda_forward") or ""
+        if first.setdefault(r["id"], code) != code:
+            r["metadata"]["id_salt"] = "code"
+            r["id"] = salted_id(r["python_source"], code)
+    return records
+
+
+def run_part(source: TracedKernels, run, part, progress=None):
+    """Read the part's recorded kernels, compile them when asked (rebuilt from their own text),
+    and write the part."""
+    import itertools
+    import time
+
+    from jit.code.dataset import writers
+    from jit.code.dataset.engine import PartStats
+
+    t0 = time.perf_counter()
+    stats = PartStats(part.number, part.start, part.stop)
+    with open(source.kernels_file, encoding="utf-8") as f:
+        records = [json.loads(line) for line in itertools.islice(f, part.start, part.stop)]
+    keep = records
+    if run.validate == "compile":
+        from jit.code.dataset.validate import compile_rebuilt
+
+        from jit.code.extraction import warp_backend as wb
+
+        wb.init()
+        wb.silence_performance_notes()
+        alone = [r for r in keep if r["metadata"].get("self_contained")]
+        for r in keep:
+            if not r["metadata"].get("self_contained"):
+                stats.rejects["not self-contained: cannot be compiled outside the program"] += 1
+        bad = {}
+        for arch in run.archs:
+            bad.update(compile_rebuilt([r for r in alone if r["id"] not in bad], arch, f"t{part.number}_"))
+        for reason in bad.values():
+            stats.rejects[reason.split(":")[0][:80]] += 1
+        keep = [r for r in alone if r["id"] not in bad]
+        for r in keep:
+            r["validation"] = {d: "compiled" for d in run.devices}
+    out = writers.PartWriter(run.out, part.number)
+    for row, r in enumerate(keep):
+        out.add(row, r)
+    stats.records = len(out)
+    stats.seconds = time.perf_counter() - t0
+    if progress is not None:
+        progress.put((len(keep), len(records) - len(keep)))
+    out.finish(stats.to_dict())
+    return stats
+
+
+def add_arguments(parser) -> None:
+    from jit.code.dataset import options
+
+    parser.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                        help="the program to run, after --: python SCRIPT.py [ARGS], python -m MODULE [ARGS] or pytest [ARGS]")
+    options.add_arguments(parser, output_default=None, near_dup_default=0.0)
+    parser.set_defaults(run=run_command)
+
+
+def run_command(args, parser=None) -> int:
+    from jit.code.dataset import options
+    from jit.code.dataset.engine import UsageError
+
+    prog = "jit-synth trace"
+    command = list(args.program)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    try:
+        if not command:
+            raise UsageError("nothing to run: add the program after --, e.g. jit-synth trace --output DIR -- python sim.py")
+        try:
+            child_command(command)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        out = os.path.abspath(args.output)
+        source = TracedKernels(tuple(command), os.path.join(out, ".jit-synth", "trace"))
+        spec = options.run_spec(args, source)
+    except UsageError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+    def record(run) -> int:
+        result = source.record(run)
+        if result is not None and not args.quiet:
+            print(f"[jit-synth trace] the program exited with status {result.exit_status}; "
+                  f"{result.captured} kernels recorded", file=sys.stderr)
+        return 0
+
+    status = options.run(prog, args, spec, before=record)
+    program = source.program()
+    if status == 0 and not args.quiet:
+        print(f"program exit status: {program.get('exit_status')}; kernels built and recorded: {program.get('kernels')}"
+              + (f"; not recorded: {program.get('failed')}" if program.get("failed") else ""))
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jit import cli
+
+    return cli.run_command("jit-synth trace", sys.modules[__name__], argv)
+
+
+# ---------------------------------------------------------------------------------------------
 # the child: the hook
 
 
@@ -268,8 +466,9 @@ def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, k
     """One record (the fields of ``Pair``) for a traced kernel."""
     from jit.code.extraction import warp_backend as wb
     from jit.code.extraction.discover import functions_code
+    from jit.code.extraction.provenance import provenance
     from jit.code.extraction.source_text import self_contained_source
-    from jit.code.dataset.records import Pair, content_id
+    from jit.code.dataset.records import Pair, content_id, salted_id
 
     source, why = self_contained_source(kernel)
     first = next(iter(irs.values()))
@@ -297,6 +496,9 @@ def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, k
         "devices": {d: {"mangled_name": ir.mangled_name, **ir.metadata["options"]} for d, ir in irs.items()},
         "trace_key": "|".join(str(part) for part in key),
     }
+    if why is not None:  # the text may not tell this kernel from another one: its code does
+        pair.metadata["id_salt"] = "code"
+        pair.id = salted_id(source, pair.cpu_forward or pair.cuda_forward or "")
     return pair.to_dict()
 
 
@@ -306,40 +508,5 @@ def _module_name(func) -> str:
     return spec.name if spec is not None else func.__module__
 
 
-_distributions: dict | None = None
-
-
-def provenance(module_name: str, filename: str) -> dict:
-    """Distribution, version, licence and file (relative to the distribution, or to the cwd)."""
-    global _distributions
-    if _distributions is None:
-        _distributions = importlib.metadata.packages_distributions()
-    top = module_name.split(".")[0]
-    names = _distributions.get(top) if top != "__main__" else None
-    info = {"distribution": None, "distribution_version": None, "license": None, "file": _relative(filename, os.getcwd())}
-    if not names:
-        return info
-    dist = importlib.metadata.distribution(names[0])
-    package = sys.modules.get(top)
-    root = Path(package.__file__).resolve().parent.parent if getattr(package, "__file__", None) else None
-    info.update(distribution=dist.metadata["Name"], distribution_version=dist.version, license=_license(dist))
-    if root is not None:
-        info["file"] = _relative(filename, root)
-    return info
-
-
-def _license(dist) -> str | None:
-    meta = dist.metadata
-    for key in ("License-Expression", "License"):
-        value = meta.get(key)
-        if value and value.strip() and value.strip().upper() != "UNKNOWN" and "\n" not in value.strip():
-            return value.strip()
-    classifiers = [c.split("::")[-1].strip() for c in (meta.get_all("Classifier") or []) if c.startswith("License ::")]
-    return "; ".join(classifiers) or None
-
-
-def _relative(filename: str, root) -> str:
-    try:
-        return str(Path(filename).resolve().relative_to(Path(root).resolve()))
-    except ValueError:
-        return filename
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,13 +1,10 @@
-"""The parallel engine: work parts by index range, batches per Warp module, dedup, resume.
+"""Generated kernels in batches: the synthetic generator as a source of the dataset engine.
 
-A run of ``count`` pairs is cut into parts of at most ``shard_size`` slots (``plan``); a part
-owns a fixed index range and each slot ``i`` holds kernel ``generate(seed, i, attempt=a)`` for the
-first attempt that builds, passes validation and is neither a duplicate nor a near-duplicate
-(``dedup``) of a kernel kept earlier in the part. Parts are independent, so any number of workers
-(or machines) give the same parts. Merging the parts in order (``Merge``), keeping the first copy
-of every id and dropping records that nearly duplicate an earlier kept one, gives the same
-records, in the same order, for any worker count; if duplicates across parts leave fewer than
-``count`` records, further parts (next index ranges) are run until there are enough.
+``GeneratedKernels`` is the source (see ``jit.code.dataset.engine``). In a part, each slot ``i``
+holds kernel ``generate(seed, i, attempt=a)`` for the first attempt that builds, passes
+validation and is neither a duplicate nor a near-duplicate (``dedup``) of a kernel kept earlier
+in the part; a slot's kernel is a function of the seed and its index only, so any number of
+workers give the same parts (the engine merges them in order).
 
 Inside a part, slots are processed in batches: the batch's sources are defined in one Warp
 module, built once for both devices (Warp's ``ModuleBuilder``), cut into per-kernel code, and
@@ -16,82 +13,49 @@ the module is released so Warp's registries do not grow.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
 from jit.code.dataset import dedup, writers
+from jit.code.dataset.engine import Part, PartStats, RunSpec
 from jit.code.dataset.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
-WORKER_KERNELS = 1000  # a worker process is replaced after about this many slots (bounds Warp's slow growth)
-
-
-@dataclass(slots=True)
-class RunSpec:
-    out: str
-    count: int
-    seed: int = 0
-    devices: tuple[str, ...] = ("cpu", "cuda")
-    categories: tuple[str, ...] | None = None
-    sources: tuple[str, ...] | None = None
-    complexity: str = "medium"
-    shard_size: int = 1000
-    backward: bool = True
-    validate: str = "compile"
-    archs: tuple[int, ...] = (wb.DEFAULT_CUDA_ARCH,)
-    emit_ptx: bool = False
-    fmt: str = "jsonl"
-    near_dup_threshold: float = dedup.DEFAULT_THRESHOLD  # 0: keep near-duplicates
-
-    def identity(self) -> dict:
-        """What must match for --resume to continue a run."""
-        return {
-            "seed": self.seed, "devices": list(self.devices), "categories": list(self.categories or []),
-            "sources": list(self.sources or []),
-            "complexity": self.complexity, "shard_size": self.shard_size, "backward": self.backward,
-            "validate": self.validate, "archs": list(self.archs), "emit_ptx": self.emit_ptx,
-            "count": self.count, "format": self.fmt, "near_dup_threshold": self.near_dup_threshold,
-        }
-
-    def near_duplicates(self) -> dedup.NearDuplicates | None:
-        """A new, empty near-duplicate index at this run's threshold (None when switched off)."""
-        return dedup.NearDuplicates(self.near_dup_threshold) if self.near_dup_threshold else None
 
 
 @dataclass(frozen=True, slots=True)
-class Part:
-    number: int
-    start: int
-    stop: int
+class GeneratedKernels:
+    """The synthetic generator as a source of the engine: item ``i`` is ``generate(seed, i)``."""
 
+    seed: int = 0
+    categories: tuple[str, ...] | None = None
+    sources: tuple[str, ...] | None = None
+    complexity: str = "medium"
+    name = "generate"
+    growable = True
+    fresh_process = False
 
-PARTS_WANTED = 32  # enough parts to keep a machine's workers busy, whatever the count
-MIN_PART = 64
+    def identity(self) -> dict:
+        return {"seed": self.seed, "categories": list(self.categories or []), "sources": list(self.sources or []),
+                "complexity": self.complexity}
 
+    def size(self, run) -> int:
+        return run.count
 
-def part_size(count: int, shard_size: int) -> int:
-    """Slots per part: a function of the run's count and shard size only, never of the workers."""
-    return min(shard_size, max(MIN_PART, -(-count // PARTS_WANTED)))
+    def warm(self, run) -> None:
+        warm_generator(run)
 
+    def run_part(self, run, part, progress=None) -> PartStats:
+        return run_part(run, part, progress)
 
-def plan(count: int, shard_size: int) -> list[Part]:
-    """The parts of a run: consecutive index ranges covering ``count`` slots (see ``part_size``)."""
-    size = part_size(count, shard_size)
-    return [Part(p, s, min(s + size, count)) for p, s in enumerate(range(0, count, size))]
+    def describe(self) -> dict:
+        from jit.code.synthesis.generator import GENERATOR_VERSION
 
-
-def extend(parts: list[Part], missing: int, shard_size: int) -> list[Part]:
-    """Parts that follow ``parts`` to fill ``missing`` more records (after cross-part duplicates)."""
-    start, number = parts[-1].stop, parts[-1].number + 1
-    more = plan(missing, shard_size)
-    return [Part(number + p.number, start + p.start, start + p.stop) for p in more]
+        return {"generator_version": GENERATOR_VERSION, "seed": self.seed}
 
 
 @dataclass(slots=True)
@@ -103,29 +67,16 @@ class Slot:
     sig: object = None  # MinHash signature of the source (near-duplicate control on)
 
 
-@dataclass(slots=True)
-class PartStats:
-    part: int
-    start: int
-    stop: int
-    records: int = 0
-    rejects: Counter = field(default_factory=Counter)
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {"part": self.part, "start": self.start, "stop": self.stop, "records": self.records,
-                "rejects": dict(self.rejects), "seconds": self.seconds}
-
-
 # ---------------------------------------------------------------------------------------------
 # one batch: sources -> pairs
 
 
-def _generate(spec: RunSpec, slot: Slot):
+def _generate(run: RunSpec, slot: Slot):
     from jit.code.synthesis.generator import generate
 
-    return generate(spec.seed, slot.index, spec.categories or None, spec.complexity, attempt=slot.attempt,
-                    sources=spec.sources or None)
+    source = run.source
+    return generate(source.seed, slot.index, source.categories or None, source.complexity, attempt=slot.attempt,
+                    sources=source.sources or None)
 
 
 def warm_generator(run: RunSpec) -> None:
@@ -135,7 +86,7 @@ def warm_generator(run: RunSpec) -> None:
     from jit.code.synthesis.categories import CATEGORIES
 
     _generate(run, Slot(0))
-    if any(CATEGORIES[n].source == "mutants" for n in choosable(run.categories, run.sources)):
+    if any(CATEGORIES[n].source == "mutants" for n in choosable(run.source.categories, run.source.sources)):
         from jit.code.synthesis import mutate
 
         mutate.seeds()  # parses the reference corpus
@@ -348,124 +299,3 @@ class _PartState:
 
 # ---------------------------------------------------------------------------------------------
 # the run
-
-
-_progress_queue = None
-
-
-def _init_worker(queue) -> None:
-    global _progress_queue
-    _progress_queue = queue
-
-
-def _work(args) -> dict:
-    run, part = args
-    return run_part(run, part, _progress_queue).to_dict()
-
-
-def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> list[dict]:
-    """Run parts on ``workers`` processes (1: in this process); ``on_progress(pairs, rejects)``."""
-    if not parts:
-        return []
-    if workers <= 1:
-        q = _LocalQueue(on_progress)
-        return [run_part(run, p, q).to_dict() for p in parts]
-    fork = "fork" in mp.get_all_start_methods()
-    if fork:  # build the generator's tables (builtin signatures, real seed kernels) once, for every forked worker
-        warm_generator(run)
-    ctx = mp.get_context("fork" if fork else "spawn")
-    queue = ctx.Queue()
-    results = []
-    per_worker = max(1, WORKER_KERNELS // max(p.stop - p.start for p in parts))
-    pool = ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,),
-                    maxtasksperchild=per_worker)
-    try:
-        pending = pool.imap_unordered(_work, [(run, p) for p in parts])
-        remaining = len(parts)
-        while remaining:
-            try:
-                results.append(pending.next(timeout=0.2))
-                remaining -= 1
-            except mp.TimeoutError:
-                pass
-            _drain(queue, on_progress)
-        _drain(queue, on_progress)
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-        wb.sweep_pch_folders()  # what workers that did not exit normally left behind
-    return sorted(results, key=lambda r: r["part"])
-
-
-class _LocalQueue:
-    def __init__(self, fn):
-        self.fn = fn
-
-    def put(self, item):
-        self.fn(*item)
-
-
-def _drain(queue, fn) -> None:
-    import queue as _q
-
-    while True:
-        try:
-            fn(*queue.get_nowait())
-        except _q.Empty:
-            return
-
-
-class Merge:
-    """The parts of a run, in order, without duplicates across parts.
-
-    A record is dropped when an earlier record has its id (``duplicates``) or when it nearly
-    duplicates an earlier kept record (``near_duplicates``); parts are read in part order, so
-    the kept records depend on the parts only. Signatures come from the parts' signature files
-    (written by the workers) when present.
-    """
-
-    def __init__(self, run: RunSpec):
-        self.out = run.out
-        self.near = run.near_duplicates()
-        self.parts: list[Part] = []
-        self.seen: set[str] = set()
-        self.kept: set[str] = set()
-        self.duplicates = self.near_duplicates = 0
-
-    def update(self, parts: list[Part]) -> int:
-        """Read the parts of ``parts`` not read yet (it extends the last list given); returns the kept count."""
-        assert parts[:len(self.parts)] == self.parts, "parts only grow at the end"
-        for part in parts[len(self.parts):]:
-            self._read(part)
-            self.parts.append(part)
-        return len(self.kept)
-
-    def _read(self, part: Part) -> None:
-        sigs = writers.read_signatures(self.out, part.number) if self.near is not None else None
-        for row, record in enumerate(writers.read_part(self.out, part.number)):
-            cid = record["id"]
-            if cid in self.seen:
-                self.duplicates += 1
-                continue
-            self.seen.add(cid)
-            if self.near is not None:
-                sig = dedup.signature(record["python_source"]) if sigs is None else dedup.from_hashvalues(sigs[row])
-                if self.near.find(sig) is not None:
-                    self.near_duplicates += 1
-                    continue
-                self.near.add(cid, sig)
-            self.kept.add(cid)
-
-    def records(self, count: int) -> Iterator[dict]:
-        """The first ``count`` kept records, in part order."""
-        written: set[str] = set()
-        for part in self.parts:
-            for record in writers.read_part(self.out, part.number):
-                if record["id"] in self.kept and record["id"] not in written:
-                    written.add(record["id"])
-                    yield record
-                    if len(written) == count:
-                        return
