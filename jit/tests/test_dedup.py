@@ -86,7 +86,7 @@ def _with_twins(real):
         if slot.index % TWIN_EVERY or slot.index == 0 or slot.attempt:
             return real(run, slot)
         before = real(run, bg.Slot(slot.index - 1))
-        old, new = item_hash(run.seed, slot.index - 1, 0), item_hash(run.seed, slot.index, 0)
+        old, new = item_hash(run.source.seed, slot.index - 1, 0), item_hash(run.source.seed, slot.index, 0)
         kernel = next(n for n in ast.parse(before.source).body if isinstance(n, ast.FunctionDef) and n.name == before.name)
         param = kernel.args.args[0].arg
         source = re.sub(rf"(?<![.\w]){param}\b", f"{param}_twin", before.source.replace(old, new))

@@ -62,12 +62,14 @@ OTHER = textwrap.dedent('''
 ''')
 
 
-def read_jsonl(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def read_dataset(folder) -> list[dict]:
+    from jit.code.dataset import writers
+
+    return list(writers.read_dataset(str(folder)))
 
 
 def run_extract(argv, capsys) -> tuple[int, str, str]:
-    code = discover.main(argv)
+    code = discover.main([*argv, "--workers", "1"] if "--workers" not in argv else argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -75,27 +77,27 @@ def run_extract(argv, capsys) -> tuple[int, str, str]:
 def test_file_target_gives_one_record_per_concrete_kernel(tmp_path, capsys):
     source = tmp_path / "kernels.py"
     source.write_text(KERNELS)
-    output = tmp_path / "out" / "pairs.jsonl"
-    code, out, err = run_extract([str(source), "--device", "both", "--output", str(output)], capsys)
+    output = tmp_path / "out"
+    code, out, err = run_extract([str(source), "--device", "both", "--output", str(output), "--validate", "none"], capsys)
     assert code == 0, err
-    records = {(r["kernel_name"], r["metadata"]["overload_signature"]): r for r in read_jsonl(output)}
+    records = {(r["kernel_name"], r["metadata"]["overload"]): r for r in read_dataset(output)}
     assert [name for name, _ in records] == ["halve", "fill", "fill", "make_adder__locals__add_const"]
-    assert out.strip().splitlines()[-1] == ("modules: 1 imported, 0 failed to import; "
-                                            "kernels: 4 found, 4 extracted, 0 failed")
+    assert out.strip().splitlines()[-1] == "modules: 1 imported, 0 failed to import; kernels: 4 found, 4 records"
     for record in records.values():
         assert set(FIELDS) <= set(record) and record["category"] == "extracted"
-        assert record["metadata"]["file"] == str(source.resolve())
+        meta = record["metadata"]
+        assert meta["file"] == str(source.resolve()) and meta["found_by"] == "module" and meta["line"] > 1
+        assert meta["self_contained"] is True and record["id"] == content_id(record["python_source"])
         assert "blockIdx" in record["cuda_forward"] and "blockIdx" not in record["cpu_forward"]
         assert record["cpu_forward"].startswith("struct wp_args_")
         # Warp copies wp.config.enable_backward into the module when its first kernel is defined,
         # so a launch of these kernels has no backward: neither has the record
         assert record["cpu_backward"] is None and record["cuda_backward"] is None
-        assert record["metadata"]["devices"]["cuda"]["enable_backward"] is False
-        assert record["metadata"]["config_changes"] == {"enable_backward": False}
+        assert meta["devices"]["cuda"]["enable_backward"] is False
+        assert meta["config_changes"] == {"enable_backward": False}
     assert len({r["id"] for r in records.values()}) == 4
 
     halve = records["halve", None]
-    assert halve["id"] == content_id(halve["python_source"])
     assert halve["python_source"].index("def half(") < halve["python_source"].index("def halve(")
     assert "half_0(" in halve["cpu_functions"] and "half_0(" in halve["cuda_functions"]
     assert "adj_half_0(" not in halve["cuda_functions"]  # backward off: Warp emits no adjoint
@@ -103,17 +105,25 @@ def test_file_target_gives_one_record_per_concrete_kernel(tmp_path, capsys):
     assert halve["metadata"]["helpers"] == ["half"]
     devices = halve["metadata"]["devices"]
     assert (devices["cpu"]["block_dim"], devices["cuda"]["block_dim"]) == (1, 256)
+    # the factory closure's text rebuilds it with its closure value
+    assert "make_adder(c=1.0)" in records["make_adder__locals__add_const", None]["python_source"]
+    stats = json.loads((output / "stats.json").read_text())
+    assert stats["source"] == "extract" and stats["count"] == 4 and stats["self_contained"]["records"] == 4
+    card = (output / "README.md").read_text()
+    assert "configs:" in card and "data/train-*.jsonl" in card
 
 
-def test_folder_target_reports_broken_modules_and_goes_on(tmp_path, capsys):
+def test_folder_target_reports_broken_modules_and_goes_on(tmp_path, capfd):
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     (tmp_path / "pkg" / "a.py").write_text(KERNELS)
     (tmp_path / "pkg" / "sub" / "b.py").write_text(OTHER)
     (tmp_path / "pkg" / "broken.py").write_text("import not_a_module_anywhere\n")
-    output = tmp_path / "pairs.jsonl"
-    code, out, err = run_extract([str(tmp_path / "pkg"), "--device", "cuda", "-o", str(output)], capsys)
+    output = tmp_path / "ds"
+    # modules are imported in worker processes: their messages reach the file descriptors
+    code, out, err = run_extract([str(tmp_path / "pkg"), "--device", "cuda", "-o", str(output), "--validate", "none"],
+                                 capfd)
     assert code == 0
-    records = read_jsonl(output)
+    records = read_dataset(output)
     assert sorted(r["kernel_name"] for r in records) == \
         ["fill", "fill", "halve", "make_adder__locals__add_const", "negate"]
     assert all(r["cpu_forward"] is None and r["cuda_forward"] for r in records)
@@ -122,6 +132,37 @@ def test_folder_target_reports_broken_modules_and_goes_on(tmp_path, capsys):
     assert negate["cuda_backward"] and negate["metadata"]["config_changes"] == {}
     assert "import failed" in err and "not_a_module_anywhere" in err
     assert "2 imported, 1 failed to import" in out.splitlines()[-1]
+    stats = json.loads((output / "stats.json").read_text())
+    assert stats["rejects"]["import failed"] == 1
+
+
+def test_several_targets_compiled_deduplicated_and_the_same_for_any_worker_count(tmp_path, capsys):
+    """Two targets naming one file twice and a copy of a kernel: each concrete kernel once."""
+    (tmp_path / "a.py").write_text(KERNELS)
+    (tmp_path / "b.py").write_text(OTHER)
+    (tmp_path / "c.py").write_text(OTHER)  # the same kernel in another file: a duplicate by content
+    outputs = []
+    for workers in ("1", "2"):
+        output = tmp_path / f"ds{workers}"
+        code, out, err = run_extract([str(tmp_path / "a.py"), str(tmp_path), "-o", str(output), "--workers", workers,
+                                      "--device", "cpu", "--shard-size", "2"], capsys)
+        assert code == 0, err
+        outputs.append(read_dataset(output))
+    assert outputs[0] == outputs[1]
+    names = sorted(r["kernel_name"] for r in outputs[0])
+    assert names == ["fill", "fill", "halve", "make_adder__locals__add_const", "negate"]
+    assert all(r["validation"] == {"cpu": "compiled"} for r in outputs[0])
+    assert len(list((tmp_path / "ds1" / "data").glob("train-*.jsonl"))) == 3
+    # a finished run keeps its records once: in the shards, not in the work parts
+    assert not list((tmp_path / "ds1" / ".jit-synth" / "parts").glob("*.jsonl"))
+    code, out, err = run_extract([str(tmp_path / "a.py"), str(tmp_path), "-o", str(tmp_path / "ds1"), "--device", "cpu",
+                                  "--shard-size", "2", "--resume"], capsys)
+    assert code == 0 and "complete already" in out
+    assert read_dataset(tmp_path / "ds1") == outputs[0]
+    from jit.code.dataset import validate
+
+    problems, bad, n = validate.check_dataset(str(tmp_path / "ds1"))
+    assert not problems and n == 5
 
 
 def test_package_target_through_the_console_script(tmp_path):
@@ -130,12 +171,13 @@ def test_package_target_through_the_console_script(tmp_path):
     (package / "__init__.py").write_text("")
     (package / "inner" / "__init__.py").write_text("")
     (package / "inner" / "ops.py").write_text(OTHER)
-    output = tmp_path / "pairs.jsonl"
+    output = tmp_path / "ds"
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     result = subprocess.run([sys.executable, "-m", "jit.code.extraction.discover", "mypkg", "--device", "cpu",
-                             "--output", str(output)], capture_output=True, text=True, env=env, timeout=120)
+                             "--output", str(output), "--validate", "none", "--workers", "1"],
+                            capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
-    (record,) = read_jsonl(output)
+    (record,) = read_dataset(output)
     assert record["kernel_name"] == "negate" and record["metadata"]["module"] == "mypkg.inner.ops"
     assert record["cuda_forward"] is None and "negate_" in record["cpu_forward"]
 
@@ -144,48 +186,44 @@ def test_package_target_through_the_console_script(tmp_path):
     (["no/such/file.py"], "no such file or folder"),
     (["no_such_module_xyz"], "no such file, folder or module"),
     (["no_such_module_xyz.sub"], "cannot import"),
-    (["warp", "--device", "gpu"], "unknown --device"),
+    (["warp", "--device", "gpu"], "invalid choice"),
+    (["warp", "--splits", "train=2"], "--splits"),
 ])
 def test_bad_input_exits_2_with_one_line(argv, message, tmp_path, capsys):
-    output = tmp_path / "pairs.jsonl"
-    code, out, err = run_extract([*argv, "--output", str(output)], capsys)
+    output = tmp_path / "ds"
+    try:
+        code, out, err = run_extract([*argv, "--output", str(output)], capsys)
+    except SystemExit as exc:  # argparse's own errors
+        code, err = exc.code, capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and message in err
-    assert not output.exists() and list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_failed_run_leaves_no_partial_file(tmp_path, monkeypatch, capsys):
-    source = tmp_path / "kernels.py"
-    source.write_text(KERNELS)
-    output = tmp_path / "pairs.jsonl"
-
-    def boom(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(discover, "make_pair", boom)
-    with pytest.raises(KeyboardInterrupt):
-        discover.main([str(source), "--output", str(output)])
-    assert list(tmp_path.iterdir()) == [source]
+def test_jsonl_output_is_refused_with_a_hint(tmp_path, capsys):
+    (tmp_path / "x.py").write_text(OTHER)
+    code, out, err = run_extract([str(tmp_path / "x.py"), "--output", str(tmp_path / "o.jsonl")], capsys)
+    assert code == 2 and "give a dataset folder" in err and not (tmp_path / "o.jsonl").exists()
 
 
 def test_jit_synth_cli_wires_extract(tmp_path, capsys):
     from jit import cli
 
     parser = cli.build_parser()
-    args = parser.parse_args(["extract", str(tmp_path / "x.py"), "--output", str(tmp_path / "o.jsonl")])
+    args = parser.parse_args(["extract", str(tmp_path / "x.py"), "--output", str(tmp_path / "o")])
     assert args.run is discover.run
     (tmp_path / "x.py").write_text(OTHER)
-    assert cli.main(["extract", str(tmp_path / "x.py"), "--output", str(tmp_path / "o.jsonl")]) == 0
-    assert [r["kernel_name"] for r in read_jsonl(tmp_path / "o.jsonl")] == ["negate"]
+    assert cli.main(["extract", str(tmp_path / "x.py"), "--output", str(tmp_path / "o"), "--validate", "none",
+                     "--workers", "1", "-q"]) == 0
+    assert [r["kernel_name"] for r in read_dataset(tmp_path / "o")] == ["negate"]
 
 
 def test_overload_kept_in_a_variable_is_one_record(tmp_path, capsys):
     source = tmp_path / "kept.py"
     source.write_text(KERNELS + "\nFILL_F32 = wp.overload(fill, {'a': wp.array(dtype=float), 'v': float})\n")
-    output = tmp_path / "pairs.jsonl"
-    code, out, err = run_extract([str(source), "--output", str(output)], capsys)
+    code, out, err = run_extract([str(source), "--output", str(tmp_path / "o"), "--validate", "none"], capsys)
     assert code == 0, err
-    names = [r["kernel_name"] for r in read_jsonl(output)]
+    names = [r["kernel_name"] for r in read_dataset(tmp_path / "o")]
     assert names.count("fill") == 2 and len(names) == 4
 
 
@@ -194,4 +232,4 @@ def test_help_is_the_module_docstring(capsys):
         discover.main(["--help"])
     assert done.value.code == 0
     help_text = capsys.readouterr().out
-    assert "TARGET is a path to a .py file" in help_text and "--device" in help_text
+    assert "Each TARGET is a path to a .py file" in help_text and "--device" in help_text and "--splits" in help_text

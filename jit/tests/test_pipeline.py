@@ -103,15 +103,20 @@ def test_kill_9_then_resume(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     finished = writers.finished_parts(str(out))
-    before = {p: os.path.getmtime(writers.part_path(str(out), p)) for p in finished}
+    before = {p: os.path.getmtime(writers.done_path(str(out), p)) for p in finished}
     assert not writers.data_files(str(out)) or proc.returncode == 0
 
     again = subprocess.run(_cmd(out, 60, "--resume"), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     for p, mtime in before.items():  # finished parts were not redone
-        assert os.path.getmtime(writers.part_path(str(out), p)) == mtime
+        assert os.path.getmtime(writers.done_path(str(out), p)) == mtime
     recs = records(out)
     assert len(recs) == 60 and len({r["id"] for r in recs}) == 60
+    # finished: the records are in the shards only, and a resume does nothing
+    assert not list((out / ".jit-synth" / "parts").glob("*.jsonl"))
+    stats = (out / "stats.json").read_bytes()
+    again = subprocess.run(_cmd(out, 60, "--resume"), capture_output=True, text=True)
+    assert again.returncode == 0 and (out / "stats.json").read_bytes() == stats and records(out) == recs
 
     clean = tmp_path / "clean"
     assert subprocess.run(_cmd(clean), capture_output=True).returncode == 0

@@ -150,3 +150,45 @@ def test_child_command_forms():
     assert child_command(["pytest", "-q", "t.py"]) == [sys.executable, "-m", "pytest", "-q", "t.py"]
     with pytest.raises(ValueError):
         child_command(["bash", "run.sh"])
+
+
+def test_trace_command_writes_a_compiled_dataset(tmp_path, monkeypatch, capfd):
+    """`jit-synth trace -- python prog.py`: the dataset folder, the program's status, resume."""
+    import json
+
+    from jit import cli
+    from jit.code.dataset import validate, writers
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "prog.py").write_text(PROGRAM)
+    monkeypatch.chdir(project)
+    out = tmp_path / "ds"
+    argv = ["trace", "--output", str(out), "--workers", "2", "--device", "cpu", "--", "python", "prog.py", "--crash"]
+    assert cli.main(argv) == 0
+    stdout, _ = capfd.readouterr()
+    assert "sum 50.0" in stdout  # the program's own output comes through
+    assert "program exit status: -6" in stdout  # SIGABRT
+    records = list(writers.read_dataset(str(out)))
+    found = sorted((r["kernel_name"], r["metadata"]["overload"]) for r in records)
+    assert found == [("add_one", "a1f4"), ("add_one", "a1f8"), ("double", None), ("make_scale__locals__scale", None)]
+    assert all(r["validation"] == {"cpu": "compiled"} and r["cuda_forward"] is None for r in records)
+    assert sorted(p.name for p in project.iterdir()) == ["prog.py"]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["source"] == "trace" and stats["program_exit_status"] == -6 and stats["count"] == 4
+    assert stats["command"] == ["python", "prog.py", "--crash"]
+    problems, _, n = validate.check_dataset(str(out))
+    assert not problems and n == 4
+    assert cli.main([*argv[:1], "--resume", *argv[1:]]) == 0  # finished: nothing runs again
+    assert "complete already" in capfd.readouterr().out
+
+
+def test_trace_command_needs_a_python_program(tmp_path, capsys):
+    from jit import cli
+
+    assert cli.main(["trace", "--output", str(tmp_path / "ds"), "--", "bash", "run.sh"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "cannot trace" in err
+    assert cli.main(["trace", "--output", str(tmp_path / "ds")]) == 2
+    assert "nothing to run" in capsys.readouterr().err
+    assert not (tmp_path / "ds").exists()

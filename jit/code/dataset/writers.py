@@ -133,6 +133,14 @@ def remove_scratch(out: str) -> None:
             os.remove(path)
 
 
+def drop_part_records(out: str) -> None:
+    """Delete finished parts' records and signatures (a finished dataset's shards hold them); the
+    completion markers stay, with each part's stats."""
+    for path in glob.glob(os.path.join(parts_dir(out), "part-*.jsonl")) + glob.glob(os.path.join(parts_dir(out), "part-*.npy")):
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
 def finished_parts(out: str) -> dict[int, dict]:
     done = {}
     for path in glob.glob(os.path.join(parts_dir(out), "part-*.done.json")):
@@ -153,24 +161,27 @@ def read_part(out: str, part: int) -> Iterator[dict]:
 # final shards
 
 
-def shard_name(i: int, n: int, fmt: str) -> str:
-    return f"train-{i:05d}-of-{n:05d}.{fmt}"
+def shard_name(i: int, n: int, fmt: str, split: str = "train") -> str:
+    return f"{split}-{i:05d}-of-{n:05d}.{fmt}"
 
 
-def data_files(out: str) -> list[str]:
-    files = glob.glob(os.path.join(out, "data", "train-*.jsonl")) + glob.glob(os.path.join(out, "data", "train-*.parquet"))
-    return sorted(files)
+def data_files(out: str, split: str | None = None) -> list[str]:
+    """The shards of ``out`` (of one split, or of every split), sorted by name."""
+    pattern = os.path.join(out, "data", f"{split or '*'}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]")
+    return sorted(glob.glob(pattern + ".jsonl") + glob.glob(pattern + ".parquet"))
 
 
-def write_shards(out: str, records: Iterable[dict], total: int, shard_size: int, fmt: str) -> list[str]:
-    """Stream ``total`` records into ``ceil(total/shard_size)`` shards; drop shards of another layout.
+def write_shards(out: str, records: Iterable[dict], total: int, shard_size: int, fmt: str,
+                 split: str = "train") -> list[str]:
+    """Stream ``total`` records into ``ceil(total/shard_size)`` shards of ``split``; drop that
+    split's shards of another layout (other splits' shards are left alone).
 
     Only one shard's records are held at a time.
     """
     data = os.path.join(out, "data")
     os.makedirs(data, exist_ok=True)
     n = max(1, -(-total // shard_size))
-    names = [os.path.join(data, shard_name(i, n, fmt)) for i in range(n)]
+    names = [os.path.join(data, shard_name(i, n, fmt, split)) for i in range(n)]
     it = iter(records)
     for path in names:
         chunk = [r for _, r in zip(range(shard_size), it)]
@@ -178,7 +189,7 @@ def write_shards(out: str, records: Iterable[dict], total: int, shard_size: int,
             write_atomic(path, "".join(dumps(r) + "\n" for r in chunk))
         else:
             write_parquet(path, chunk)
-    for stale in set(data_files(out)) - set(names):
+    for stale in set(data_files(out, split)) - set(names):
         os.remove(stale)
     return names
 
@@ -277,17 +288,60 @@ def _realism_table(figures: dict) -> str:
     return "| figure | value |\n|---|---|\n" + "\n".join(rows) if rows else "(not measured)"
 
 
-def write_card(out: str, stats: dict, fmt: str, command: str) -> None:
+def _sources_section(stats: dict) -> str:
+    if stats.get("source", "generate") == "generate":
+        return ("## Sources\n\nEvery kernel comes from one source; the default mix draws a source by its share, then one "
+                "of\nits categories (`jit-synth generate --list-categories`).\n\n"
+                "| source | share of the default mix | records | share here |\n|---|---|---|---|\n"
+                + _sources_table(stats.get("per_source", {}), stats.get("count", 0)) + "\n")
+    how = {"extract": "found by importing modules (`jit-synth extract`)",
+           "trace": "built by a running program (`jit-synth trace`)"}.get(stats["source"], stats["source"])
+    rows = "\n".join(f"| {p['distribution']} | {p['license']} | {p['records']} |" for p in stats.get("provenance", []))
+    contained = stats.get("self_contained") or {}
+    return (f"## Sources and licences\n\nReal Warp code, {how}. Each record's `metadata` names its distribution, "
+            f"version, licence, module, file and line.\nThe code keeps the licence of the code it comes from:\n\n"
+            f"| distribution | licence | records |\n|---|---|---|\n{rows}\n\n"
+            f"{contained.get('records', 0)} of {stats.get('count', 0)} records ({contained.get('share', 0):.1%}) have a "
+            "`python_source` that rebuilds the kernel on its own (`metadata.self_contained`; "
+            "`metadata.self_contained_reason` says why not for the others).\n")
+
+
+def _card_license(stats: dict) -> str:
+    if stats.get("source", "generate") == "generate":
+        return "apache-2.0"
+    licences = {p["license"] for p in stats.get("provenance", [])}
+    return "apache-2.0" if licences == {"Apache-2.0"} else "other"
+
+
+def _splits_note(splits: dict | None) -> str:
+    if not splits or list(splits) == ["train"]:
+        return ""
+    sizes = ", ".join(f"{name} {n}" for name, n in splits.items())
+    return (f"\n## Splits\n\n{sizes}. Records that are near-duplicates of each other, mutants of one seed kernel and "
+            "kernels of one source file are always in the same split.\n")
+
+
+def _tokens_section(tokens: dict | None) -> str:
+    if not tokens:
+        return ""
+    try:
+        from jit.code.dataset.token_stats import card_table
+    except ImportError:
+        return ""
+    return "\n## Lengths in tokens\n\n" + card_table(tokens) + "\n"
+
+
+def write_card(out: str, stats: dict, fmt: str, command: str, splits: list[str] | None = None) -> None:
+    data_files = "\n".join(f'  - split: {name}\n    path: "data/{name}-*.{fmt}"' for name in (splits or ["train"]))
     cats = "\n".join(f"| {c} | {n} |" for c, n in sorted(stats.get("per_category", {}).items()))
-    sources = _sources_table(stats.get("per_source", {}), stats.get("count", 0))
+    sources = _sources_section(stats)
     fields = ", ".join(f"`{f}`" for f in FIELDS)
     card = f"""---
 configs:
 - config_name: default
   data_files:
-  - split: train
-    path: "data/train-*.{fmt}"
-license: apache-2.0
+{data_files}
+license: {_card_license(stats)}
 task_categories:
 - text-generation
 tags:
@@ -311,18 +365,12 @@ Made by `jit-synth` with:
 ## Fields
 
 {fields}; optional `io` (an input/output example of a CPU run) and `cuda_ptx`.
-`metadata` holds the seed and index that regenerate the kernel, the Warp version, options,
+`metadata` says where the kernel comes from (the seed and index that regenerate a synthetic
+kernel; distribution, licence, file and line for real code), the Warp version, options,
 builtins used and line counts; `validation` says how each side was checked.
 
-## Sources
-
-Every kernel comes from one source; the default mix draws a source by its share, then one of
-its categories (`jit-synth generate --list-categories`).
-
-| source | share of the default mix | records | share here |
-|---|---|---|---|
 {sources}
-
+{_splits_note(stats.get("splits"))}{_tokens_section(stats.get("tokens"))}
 ## Realism
 
 Measured against the kernels of Warp's own examples and tests (the half the generator never
