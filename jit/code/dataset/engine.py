@@ -482,7 +482,7 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
         "distinct_builtins": len(builtins),
         "near_duplicates": {"threshold": run.near_dup_threshold, "within_parts": rejects["near-duplicate"],
                             "across_parts": merge.near_duplicates, "shingle": dedup.SHINGLE, "num_perm": dedup.NUM_PERM},
-        "excluded": {"path": os.path.abspath(run.exclude), "records": merge.excluded} if run.exclude else None,
+        "excluded": {**merge.exclusions.describe(), "records": merge.excluded} if merge.exclusions is not None else None,
         "splits": splits,
         "realism": sample.figures(),
         "validation": dict(sorted(validation.items())),
@@ -508,8 +508,6 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
 
 
 def _token_stats():
-    try:
-        from jit.code.dataset.token_stats import TokenStats
-    except ImportError:
-        return None
+    from jit.code.dataset.token_stats import TokenStats
+
     return TokenStats()

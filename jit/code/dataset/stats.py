@@ -3,7 +3,8 @@
 Reads every record of DIR/data/*.jsonl (fields id, kernel_name, category, python_source,
 metadata with builtins and lines) and prints how many kernels each category has, how many
 distinct Warp builtins the kernels call out of all of Warp's builtins (and the most and
-least used), the distribution of kernel sizes in lines, and the six realism figures
+least used), the distribution of kernel sizes in lines, token counts per field (percentiles, and the share of
+records that fit a 4k, 8k or 32k context), and the six realism figures
 (``realism``: measured on at most 5,000 evenly spaced records against the measure half of
 Warp's own kernels). Records without metadata are measured from their python_source. Exits 2
 with one line when DIR holds no records.
@@ -31,7 +32,7 @@ def read_records(folder: Path):
 
     files = writers.data_files(str(folder)) if folder.is_dir() else []
     if not files:
-        raise StatsError(f"no records: no shards {folder}/data/train-*.jsonl or train-*.parquet")
+        raise StatsError(f"no records: no shards {folder}/data/<split>-*.jsonl or .parquet")
     for path in files:
         for number, record, error in writers.read_records(path):
             if error:
@@ -39,7 +40,7 @@ def read_records(folder: Path):
             yield record
 
 
-def summarise(records) -> dict:
+def summarise(records, tokens=None) -> dict:
     categories: collections.Counter = collections.Counter()
     builtins: collections.Counter = collections.Counter()
     sizes: list[int] = []
@@ -52,6 +53,8 @@ def summarise(records) -> dict:
             called = called_builtins(source)
         builtins.update(set(called or ()))
         sizes.append(int(meta.get("lines") or source.count("\n")))
+        if tokens is not None:
+            tokens.add(rec)
     if not sizes:
         raise StatsError("no records in the data files")
     sizes.sort()
@@ -101,6 +104,10 @@ def render(summary: dict) -> str:
         lines.append(f"  {label:>8}  {n:>7}")
     if "realism" in summary:
         lines += ["", render_realism(summary["realism"])]
+    if summary.get("tokens"):
+        from jit.code.dataset.token_stats import render as render_tokens
+
+        lines += ["", render_tokens(summary["tokens"])]
     return "\n".join(lines)
 
 
@@ -120,9 +127,12 @@ def render_realism(figures: dict) -> str:
 
 def summarise_folder(folder: Path) -> dict:
     """``summarise`` of a folder's records, with the realism figures of a sample of them."""
-    sampler = realism.Sampler()
-    summary = summarise(sampler.watch(read_records(folder)))
+    from jit.code.dataset.token_stats import TokenStats
+
+    sampler, tokens = realism.Sampler(), TokenStats()
+    summary = summarise(sampler.watch(read_records(folder)), tokens)
     summary["realism"] = sampler.figures()
+    summary["tokens"] = tokens.figures()
     return summary
 
 
