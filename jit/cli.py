@@ -53,6 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_arguments(sub.add_parser("validate", help="re-check an existing dataset folder",
                                           description=validate.__doc__,
                                           formatter_class=argparse.RawDescriptionHelpFormatter))
+    from jit.code.dataset import splits
+
+    splits.add_arguments(sub.add_parser("split", help="split an existing dataset into train/validation/test without leaks",
+                                        description=splits.__doc__,
+                                        formatter_class=argparse.RawDescriptionHelpFormatter))
+    from jit.code import export
+
+    export.add_arguments(sub.add_parser("export", help="write supervised fine-tuning examples (chat messages JSONL) per split",
+                                        description=export.__doc__,
+                                        formatter_class=argparse.RawDescriptionHelpFormatter))
+    from jit.code import report
+
+    report.add_arguments(sub.add_parser("report", help="write one HTML page of figures and tables about a dataset",
+                                        description=report.__doc__,
+                                        formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
 
 

@@ -408,16 +408,21 @@ def write_dataset(run: RunSpec, merge: Merge) -> dict[str, int]:
     if not run.splits:
         n = len(merge.kept) if run.count is None else min(run.count, len(merge.kept))
         writers.write_shards(run.out, merge.records(run.count), n, run.shard_size, run.fmt)
-        return {"train": n}
-    from jit.code.dataset import splits as splitting
+        sizes = {"train": n}
+    else:
+        from jit.code.dataset import splits as splitting
 
-    assigned = splitting.assign_splits(merge.records(run.count), dict(run.splits))
-    sizes = {}
-    for name, _ in run.splits:
-        n = sum(1 for s in assigned.values() if s == name)
-        chosen = (r for r in merge.records(run.count) if assigned.get(r["id"]) == name)
-        writers.write_shards(run.out, chosen, n, run.shard_size, run.fmt, split=name)
-        sizes[name] = n
+        seed = getattr(run.source, "seed", 0)
+        assigned = splitting.assign_splits(merge.records(run.count), dict(run.splits), seed=seed)
+        sizes = {}
+        for name, _ in run.splits:
+            n = sum(1 for s in assigned.values() if s == name)
+            chosen = (r for r in merge.records(run.count) if assigned.get(r["id"]) == name)
+            writers.write_shards(run.out, chosen, n, run.shard_size, run.fmt, split=name)
+            sizes[name] = n
+    for path in writers.data_files(run.out):  # splits of an earlier layout
+        if os.path.basename(path).split("-")[0] not in sizes:
+            os.remove(path)
     return sizes
 
 
