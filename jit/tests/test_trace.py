@@ -5,6 +5,7 @@ Each traced run starts a Python with Warp (a few seconds); the tests share two r
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import sys
 import textwrap
@@ -192,3 +193,58 @@ def test_trace_command_needs_a_python_program(tmp_path, capsys):
     assert cli.main(["trace", "--output", str(tmp_path / "ds")]) == 2
     assert "nothing to run" in capsys.readouterr().err
     assert not (tmp_path / "ds").exists()
+
+
+HELPERS = textwrap.dedent('''\
+    import warp as wp
+
+
+    @wp.func
+    def twice(x: float):
+        return 2.0 * x
+''')
+
+OPAQUE = textwrap.dedent('''\
+    import warp as wp
+
+    import helpers  # reached through a module attribute: a kernel's text cannot carry it
+
+
+    @wp.kernel
+    def doubled(a: wp.array(dtype=float)):
+        i = wp.tid()
+        a[i] = helpers.twice(a[i])
+
+
+    @wp.kernel(module="unique")
+    def own_module(a: wp.array(dtype=float)):
+        a[wp.tid()] = 1.0
+
+
+    a = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(doubled, dim=4, inputs=[a], device="cpu")
+    wp.launch(own_module, dim=4, inputs=[a], device="cpu")
+''')
+
+
+def test_trace_keeps_kernels_its_text_cannot_rebuild_compiled_in_the_program(tmp_path, monkeypatch, capfd):
+    from jit import cli
+    from jit.code.dataset import validate, writers
+    from jit.code.dataset.records import record_id
+
+    (tmp_path / "opaque.py").write_text(OPAQUE)
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "ds"
+    assert cli.main(["trace", "--output", str(out), "--workers", "1", "--", "python", "opaque.py"]) == 0
+    records = {r["kernel_name"]: r for r in writers.read_dataset(str(out))}
+    assert set(records) == {"doubled", "own_module"}
+    opaque = records["doubled"]
+    assert opaque["metadata"]["self_contained"] is False and opaque["metadata"]["self_contained_reason"]
+    assert opaque["metadata"]["id_salt"] == "code" and opaque["id"] == record_id(opaque)
+    assert opaque["validation"] == {"cpu": "compiled", "cuda": "compiled"}  # compiled while the program ran
+    assert records["own_module"]["metadata"]["self_contained"] is True
+    # validate rebuilds what can be rebuilt (a module="unique" kernel too) and skips the rest
+    notes = collections.Counter()
+    problems, bad, n = validate.check_dataset(str(out), notes=notes)
+    assert n == 2 and not problems and notes["not self-contained"] == 1

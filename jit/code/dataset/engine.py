@@ -436,7 +436,6 @@ def finish(run: RunSpec) -> None:
 def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float, resumed: list[int], workers: int,
               splits: dict[str, int]) -> dict:
     from jit.code.synthesis import realism
-    from jit.code.synthesis.generator import called_builtins
 
     per_category: Counter = Counter()
     per_source: Counter = Counter()
@@ -460,7 +459,7 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
         lines["python"] += meta.get("python_lines", record["python_source"].count("\n") + 1)
         for d in run.devices:
             lines[f"{d}_forward"] += meta.get(f"{d}_forward_lines", (record.get(f"{d}_forward") or "").count("\n"))
-        builtins.update(meta["builtins"] if "builtins" in meta else called_builtins(record["python_source"]))
+        builtins.update(meta["builtins"] if "builtins" in meta else _builtins_of(record["python_source"]))
         for key, value in sorted(record.get("validation", {}).items()):
             validation[f"{key}={value}"] += 1
         if tokens is not None:
@@ -510,6 +509,15 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
     if tokens is not None:
         stats["tokens"] = tokens.figures()
     return stats
+
+
+def _builtins_of(source: str) -> list[str]:
+    from jit.code.synthesis.generator import called_builtins
+
+    try:
+        return called_builtins(source)
+    except SyntaxError:
+        return []
 
 
 def _token_stats():

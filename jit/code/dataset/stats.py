@@ -50,7 +50,10 @@ def summarise(records, tokens=None) -> dict:
         categories[rec.get("category") or "?"] += 1
         called = meta.get("builtins")
         if called is None and source:
-            called = called_builtins(source)
+            try:
+                called = called_builtins(source)
+            except SyntaxError:  # real code whose text is not valid Python on its own
+                called = []
         builtins.update(set(called or ()))
         sizes.append(int(meta.get("lines") or source.count("\n")))
         if tokens is not None:

@@ -273,10 +273,9 @@ def _smaller_block(kernel, devices, error: ExtractionError, backward: bool = Tru
 def make_pair(kernel, irs: dict[str, KernelIR], source: Source, config_changes: dict) -> Pair:
     """One dataset record from a concrete kernel's per-device IR, with its provenance."""
     from jit.code.extraction.provenance import provenance
-    from jit.code.extraction.source_text import self_contained_source
 
     first = next(iter(irs.values()))
-    python_source, why = self_contained_source(kernel)
+    python_source, why = readable_source(kernel, first)
     pair = Pair(id=content_id(python_source), kernel_name=first.kernel_name, category="extracted",
                 python_source=python_source)
     for device, ir in irs.items():
@@ -308,6 +307,22 @@ def make_pair(kernel, irs: dict[str, KernelIR], source: Source, config_changes: 
         pair.metadata["id_salt"] = "code"
         pair.id = salted_id(python_source, pair.cpu_forward or pair.cuda_forward or "")
     return pair
+
+
+def readable_source(kernel, ir: KernelIR) -> tuple[str, str | None]:
+    """``self_contained_source`` of the kernel; when its best attempt is not even valid Python (a
+    value with no Python text), the helpers' and the kernel's own source text instead."""
+    import ast
+
+    from jit.code.extraction.source_text import self_contained_source
+
+    text, why = self_contained_source(kernel)
+    try:
+        ast.parse(text)
+        return text, why
+    except SyntaxError:
+        helpers = dict.fromkeys(f.python_source.strip("\n") for f in ir.functions if f.python_source.strip())
+        return "\n\n".join(["import warp as wp", *helpers, ir.python_source.strip("\n")]) + "\n", why
 
 
 def functions_code(ir: KernelIR) -> str:

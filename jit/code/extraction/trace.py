@@ -50,6 +50,7 @@ from pathlib import Path
 ENV_DIR = "JIT_SYNTH_TRACE_DIR"  # where the child writes; its presence turns the hook on
 ENV_DEVICES = "JIT_SYNTH_TRACE_DEVICES"
 ENV_BACKWARD = "JIT_SYNTH_TRACE_BACKWARD"
+ENV_COMPILE = "JIT_SYNTH_TRACE_COMPILE"  # CUDA archs to compile kernels whose text cannot rebuild them
 TAIL_LINES = 40
 
 # Runs at interpreter start-up in the traced program (and in every Python it starts). It must
@@ -110,7 +111,8 @@ class TraceResult:
 # the parent: run the program
 
 
-def run_traced(argv: list[str], devices: tuple[str, ...], workdir: Path, backward: bool = True) -> TraceResult:
+def run_traced(argv: list[str], devices: tuple[str, ...], workdir: Path, backward: bool = True,
+               compile_archs: tuple[int, ...] = ()) -> TraceResult:
     """Run ``argv`` (``python SCRIPT ...``, ``python -m MODULE ...``, ``pytest ...``) and record its kernels."""
     workdir = Path(workdir).resolve()
     hook_dir, out_dir = workdir / "hook", workdir / "records"
@@ -122,6 +124,7 @@ def run_traced(argv: list[str], devices: tuple[str, ...], workdir: Path, backwar
     env[ENV_DIR] = str(out_dir)
     env[ENV_DEVICES] = ",".join(devices)
     env[ENV_BACKWARD] = "1" if backward else "0"
+    env[ENV_COMPILE] = ",".join(str(a) for a in compile_archs)
     process = subprocess.Popen(child_command(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     tail: collections.deque = collections.deque(maxlen=TAIL_LINES)
     pumps = [threading.Thread(target=_pump, args=(stream, sink, tail), daemon=True)
@@ -221,7 +224,8 @@ class TracedKernels:
 
         if self.program():
             return None
-        result = run_traced(list(self.command), run.devices, Path(self.workdir), run.backward)
+        archs = run.archs if run.validate == "compile" else ()
+        result = run_traced(list(self.command), run.devices, Path(self.workdir), run.backward, compile_archs=archs)
         lines = "".join(writers.dumps(r) + "\n" for r in _distinct(result.records))
         writers.write_atomic(self.kernels_file, lines)
         writers.write_json(os.path.join(self.workdir, "program.json"), {
@@ -289,9 +293,9 @@ def run_part(source: TracedKernels, run, part, progress=None):
         wb.init()
         wb.silence_performance_notes()
         alone = [r for r in keep if r["metadata"].get("self_contained")]
-        for r in keep:
-            if not r["metadata"].get("self_contained"):
-                stats.rejects["not self-contained: cannot be compiled outside the program"] += 1
+        compiled = [r for r in keep if not r["metadata"].get("self_contained") and r["validation"].get(run.devices[0]) == "compiled"]
+        stats.rejects["not self-contained and not compiled in the program"] += len(keep) - len(alone) - len(compiled)
+        stats.rejects = +stats.rejects
         bad = {}
         for arch in run.archs:
             bad.update(compile_rebuilt([r for r in alone if r["id"] not in bad], arch, f"t{part.number}_"))
@@ -300,6 +304,7 @@ def run_part(source: TracedKernels, run, part, progress=None):
         keep = [r for r in alone if r["id"] not in bad]
         for r in keep:
             r["validation"] = {d: "compiled" for d in run.devices}
+        keep = sorted(keep + compiled, key=records.index)
     out = writers.PartWriter(run.out, part.number)
     for row, r in enumerate(keep):
         out.add(row, r)
@@ -376,7 +381,8 @@ def install(context_module=None) -> None:
     if _recorder is not None or not os.environ.get(ENV_DIR):
         return
     devices = tuple(d for d in os.environ.get(ENV_DEVICES, "cpu").split(",") if d)
-    _recorder = _Recorder(Path(os.environ[ENV_DIR]), devices, os.environ.get(ENV_BACKWARD, "1") == "1")
+    _recorder = _Recorder(Path(os.environ[ENV_DIR]), devices, os.environ.get(ENV_BACKWARD, "1") == "1",
+                          tuple(int(a) for a in os.environ.get(ENV_COMPILE, "").split(",") if a))
     # warp_backend imports warp, which is still importing this context module: defer to the first load
     context_module.Module.load = _first_load(context_module.Module, context_module.Module.load)
 
@@ -395,7 +401,8 @@ def _first_load(cls, original):
 class _Recorder:
     """Extracts and appends each kernel a load built; one instance per traced process."""
 
-    def __init__(self, out_dir: Path, devices: tuple[str, ...], backward: bool):
+    def __init__(self, out_dir: Path, devices: tuple[str, ...], backward: bool, compile_archs: tuple[int, ...] = ()):
+        self.compile_archs = compile_archs
         self.path = out_dir / f"kernels-{os.getpid()}.jsonl"
         self.devices = devices
         self.backward = backward
@@ -443,7 +450,29 @@ class _Recorder:
         except ExtractionError as exc:
             self.write({"failed": _reason(exc), "kernel": kernel.key, "detail": exc.reason[:300]})
             return
-        self.write(make_record(kernel, irs, options, device, block_dim, key))
+        record = make_record(kernel, irs, options, device, block_dim, key)
+        if self.compile_archs and not record["metadata"]["self_contained"]:
+            # its text cannot rebuild it later: compile the live kernel now, as the program built it
+            reason = self.compile_live(kernel, extract_block_dim)
+            if reason:
+                self.write({"failed": reason, "kernel": kernel.key})
+                return
+            record["validation"] = {d: "compiled" for d in self.devices}
+        self.write(record)
+
+    def compile_live(self, kernel, block_dim) -> str | None:
+        from jit.code.extraction import warp_backend as wb
+        from jit.code.extraction.compile import compile_batch
+
+        module = wb.kernel_module(kernel)
+        for device in self.devices:
+            for arch in (self.compile_archs if device == "cuda" else (None,)):
+                extra = {} if arch is None else {"arch": arch}
+                verdict, _ = compile_batch(module, [kernel], device, block_dim=block_dim if device == "cuda" else None,
+                                           **extra)
+                if verdict.get(kernel.key):
+                    return f"compile failed on {device}"
+        return None
 
     def write(self, item: dict) -> None:
         if self.file is None:
@@ -465,13 +494,12 @@ def _options_key(options: dict) -> str:
 def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, key) -> dict:
     """One record (the fields of ``Pair``) for a traced kernel."""
     from jit.code.extraction import warp_backend as wb
-    from jit.code.extraction.discover import functions_code
+    from jit.code.extraction.discover import functions_code, readable_source
     from jit.code.extraction.provenance import provenance
-    from jit.code.extraction.source_text import self_contained_source
     from jit.code.dataset.records import Pair, content_id, salted_id
 
-    source, why = self_contained_source(kernel)
     first = next(iter(irs.values()))
+    source, why = readable_source(kernel, first)
     pair = Pair(id=content_id(source), kernel_name=first.kernel_name, category="traced", python_source=source)
     for dev, ir in irs.items():
         setattr(pair, f"{dev}_forward", ir.forward if not ir.args_struct else ir.args_struct.strip("\n") + "\n" + ir.forward)

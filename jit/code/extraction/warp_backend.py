@@ -266,8 +266,13 @@ class SourceModule:
         """Drop Warp's registry entry and the ``linecache`` lines, so definitions don't accumulate."""
         for filename in self.filenames:
             linecache.cache.pop(filename, None)
-        module = _context.user_modules.pop(self.name, None)
-        if module is not None:
+        # kernels defined with module="unique" live in Warp modules of their own
+        names = [self.name] + [v.module.name for v in self.namespace.values()
+                               if is_kernel(v) and v.module is not None and v.module.name != self.name]
+        for name in dict.fromkeys(names):
+            module = _context.user_modules.pop(name, None)
+            if module is None:
+                continue
             module.unload()  # drop loaded CPU code, so a reused name cannot resolve to old symbols
             module._detach_references()
             module.kernels.clear()
