@@ -415,10 +415,16 @@ def run_part(source: ModuleKernels, run, part, progress=None):
     row = 0
     for name, path in source.modules[part.start:part.stop]:
         module_source = Source(name, None if path is None else Path(path))
-        pairs = list(_source_pairs(module_source, run.devices, report, _log, run.backward))
+        # the order Warp keeps a module's factory kernels in can vary between processes: sort by
+        # where they are defined and then by content, so every worker count gives the same records
+        pairs = sorted(_source_pairs(module_source, run.devices, report, _log, run.backward),
+                       key=lambda kp: (kp[1].metadata["line"], kp[1].kernel_name, kp[1].id,
+                                      kp[1].cpu_forward or kp[1].cuda_forward or ""))
         rejects_before = sum(stats.rejects.values())
         if run.validate == "compile" and pairs:
             pairs = _compiled(pairs, run, stats)
+            for kernel, pair in pairs:
+                check_self_contained(kernel, pair, run.devices)
         for kernel, pair in pairs:
             pair.id = _unique_id(pair, seen_ids)
             out.add(row, pair.to_dict())
@@ -436,6 +442,21 @@ def run_part(source: ModuleKernels, run, part, progress=None):
     stats.seconds = time.perf_counter() - t0
     out.finish(stats.to_dict())
     return stats
+
+
+def check_self_contained(kernel, pair: Pair, devices) -> None:
+    """Rebuild the kernel from the record's text alone; if that does not give the same code, the
+    text is not self-contained after all: say why and let the id include the code."""
+    from jit.code.extraction.source_text import rebuild_difference
+
+    meta = pair.metadata
+    if not meta.get("self_contained"):
+        return
+    why = rebuild_difference(kernel, pair.python_source, "cpu" if "cpu" in devices else "cuda")
+    if why is not None:
+        meta["self_contained"], meta["self_contained_reason"] = False, why
+        meta["id_salt"] = "code"
+        pair.id = salted_id(pair.python_source, pair.cpu_forward or pair.cuda_forward or "")
 
 
 def _log(message: str) -> None:

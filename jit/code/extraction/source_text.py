@@ -505,7 +505,7 @@ def comparable_code(code: str, native_names: list[str]) -> str:
 _rebuilds = itertools.count()
 
 
-def rebuild_difference(kernel, text: str, device: str = "cpu") -> str | None:
+def rebuild_difference(kernel, text: str, device: str = "cpu", original=None) -> str | None:
     """None if ``text`` alone rebuilds ``kernel`` with the same code on ``device``, else why not.
 
     The text runs in a fresh module; its kernel is the one bound to the original's key (for a
@@ -514,10 +514,11 @@ def rebuild_difference(kernel, text: str, device: str = "cpu") -> str | None:
     """
     from jit.code.extraction.ir_extractor import ExtractionError, extract_many
 
-    try:
-        original = extract_many([kernel], (device,))[0][device]
-    except ExtractionError as exc:
-        return f"original does not extract: {exc.reason.splitlines()[0][:200]}"
+    if original is None:  # the original's KernelIR for ``device``, when the caller has it
+        try:
+            original = extract_many([kernel], (device,))[0][device]
+        except ExtractionError as exc:
+            return f"original does not extract: {exc.reason.splitlines()[0][:200]}"
     name = f"jit_synth_rebuild_{os.getpid()}_{next(_rebuilds)}"
     try:
         handle, names = wb.define_one(text, name)
@@ -539,6 +540,8 @@ def rebuild_difference(kernel, text: str, device: str = "cpu") -> str | None:
         before = comparable_code(_full(original), [f.native_name for f in original.functions])
         after = comparable_code(_full(again), [f.native_name for f in again.functions])
         return None if before == after else "rebuilt code differs"
+    except Exception as exc:  # Warp's own errors while building the rebuilt kernel
+        return f"rebuilt kernel does not build: {type(exc).__name__}"
     finally:
         handle.release()
 

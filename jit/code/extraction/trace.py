@@ -451,6 +451,8 @@ class _Recorder:
             self.write({"failed": _reason(exc), "kernel": kernel.key, "detail": exc.reason[:300]})
             return
         record = make_record(kernel, irs, options, device, block_dim, key)
+        if self.compile_archs and record["metadata"]["self_contained"]:
+            self.check_rebuild(kernel, record, irs)
         if self.compile_archs and not record["metadata"]["self_contained"]:
             # its text cannot rebuild it later: compile the live kernel now, as the program built it
             reason = self.compile_live(kernel, extract_block_dim)
@@ -459,6 +461,19 @@ class _Recorder:
                 return
             record["validation"] = {d: "compiled" for d in self.devices}
         self.write(record)
+
+    def check_rebuild(self, kernel, record: dict, irs: dict) -> None:
+        """Does the record's text alone rebuild the kernel with the same code? If not, it is not
+        self-contained after all (and is compiled here, while the kernel is alive)."""
+        from jit.code.dataset.records import salted_id
+        from jit.code.extraction.source_text import rebuild_difference
+
+        device = "cpu" if "cpu" in irs else "cuda"
+        why = rebuild_difference(kernel, record["python_source"], device, original=irs[device])
+        if why is not None:
+            meta = record["metadata"]
+            meta["self_contained"], meta["self_contained_reason"], meta["id_salt"] = False, why, "code"
+            record["id"] = salted_id(record["python_source"], record["cpu_forward"] or record["cuda_forward"] or "")
 
     def compile_live(self, kernel, block_dim) -> str | None:
         from jit.code.extraction import warp_backend as wb
