@@ -96,6 +96,13 @@ MODULE = textwrap.dedent('''\
 
         table = [1, 2, 3]
         return lookup
+
+
+    def make_fill(type):  # a parameter named like a builtin, as real factories do
+        def fill(out: wp.array(dtype=type), value: type):
+            out[wp.tid()] = value
+
+        return wp.Kernel(fill, key=f"fill_{type.__name__}")
 ''')
 
 
@@ -116,11 +123,12 @@ def kernels(tmp_path_factory):
         "overload": wp.overload(module.generic, {"a": wp.array(dtype=wp.float32), "b": wp.float32}),
         "generic": module.generic,
         "table": module.make_table_kernel(),
+        "shadowing": module.make_fill(wp.int32),
     }
     sys.modules.pop(spec.name, None)
 
 
-@pytest.mark.parametrize("name", ["plain", "factory", "overload"])
+@pytest.mark.parametrize("name", ["plain", "factory", "overload", "shadowing"])
 def test_text_rebuilds_the_same_code(kernels, name):
     text, why = self_contained_source(kernels[name])
     assert why is None, why

@@ -293,7 +293,8 @@ class _Text:
         annotations = _annotation_values(node, func)
         module_level = "<locals>" not in func.__qualname__
         for name in _outer_names(node):
-            if name in annotations and not hasattr(builtins, name):
+            # a builtin's name counts when the annotation saw another value (a factory's `type` parameter)
+            if name in annotations and annotations[name] is not getattr(builtins, name, _EMPTY):
                 # the value the annotation had when Python evaluated it, whatever the name holds now
                 if module_level:
                     self.provide(name, annotations[name], obj.key)
