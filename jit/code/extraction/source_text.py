@@ -293,8 +293,10 @@ class _Text:
         annotations = _annotation_values(node, func)
         module_level = "<locals>" not in func.__qualname__
         for name in _outer_names(node):
-            # a builtin's name counts when the annotation saw another value (a factory's `type` parameter)
-            if name in annotations and annotations[name] is not getattr(builtins, name, _EMPTY):
+            # a builtin's name counts when the annotation saw another value (a factory's `type`
+            # parameter); float, int and bool are the builtins Warp itself turns into its types
+            if name in annotations and (not hasattr(builtins, name) or (
+                    name not in ("float", "int", "bool") and annotations[name] is not getattr(builtins, name))):
                 # the value the annotation had when Python evaluated it, whatever the name holds now
                 if module_level:
                     self.provide(name, annotations[name], obj.key)
