@@ -36,7 +36,6 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
-import json
 import os
 import pkgutil
 import sys
@@ -70,7 +69,7 @@ class Source:
 
 @dataclass(slots=True)
 class Report:
-    """What happened to a run: kernels found, records written, failures by reason."""
+    """What happened to a part's modules: kernels found and extracted, failures by reason."""
 
     found: int = 0
     extracted: int = 0
@@ -78,16 +77,6 @@ class Report:
     skipped: int = 0  # generic kernels without overloads: no concrete code exists until a launch
     modules: int = 0
     import_failed: int = 0
-
-    def summary(self) -> str:
-        failed = sum(self.failed.values())
-        reasons = ", ".join(f"{reason}: {n}" for reason, n in self.failed.most_common())
-        line = (f"modules: {self.modules} imported, {self.import_failed} failed to import; "
-                f"kernels: {self.found} found, {self.extracted} extracted, {failed} failed")
-        line += f" ({reasons})" if reasons else ""
-        if self.skipped:
-            line += f", {self.skipped} skipped (generic kernel without overloads)"
-        return line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,13 +322,6 @@ def functions_code(ir: KernelIR) -> str:
     return "\n".join(p.strip("\n") for p in parts if p.strip()) + ("\n" if parts else "")
 
 
-def _file_of(kernel, source: Source) -> str | None:
-    if source.path is not None:
-        return str(source.path)
-    code = getattr(kernel.func, "__code__", None)
-    return code.co_filename if code is not None else None
-
-
 def failure_reason(error: ExtractionError) -> str:
     """A short, countable reason: the failure kind without the kernel-specific message."""
     reason = error.reason
@@ -567,10 +549,10 @@ def run(args, parser=None) -> int:
         return 2
     status = options.run(prog, args, spec)
     if status == 0:
-        import json as _json
+        import json
 
         with open(os.path.join(spec.out, "stats.json"), encoding="utf-8") as f:
-            stats = _json.load(f)
+            stats = json.load(f)
         counts = stats.get("source_counts", {})
         if not args.quiet:
             print(f"modules: {counts.get('modules_imported', 0)} imported, {counts.get('modules_failed', 0)} failed to "
