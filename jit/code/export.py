@@ -50,6 +50,7 @@ import sys
 from dataclasses import dataclass, field
 
 from jit.code.dataset import writers
+from jit.code.dataset.options import positive
 from jit.code.dataset.token_stats import count_tokens
 
 SYSTEM = "You are an expert in NVIDIA Warp and in the C++, CUDA and PTX code Warp generates from Python kernels."
@@ -351,21 +352,11 @@ def load_exclusions(path: str):
         raise ExportError(f"--exclude {path}: {exc}") from None
 
 
-def _max_tokens(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--max-tokens takes a whole number of tokens, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"--max-tokens must be at least 1, got {value}")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", nargs="?", help="dataset folder (with data/{split}-*.jsonl or .parquet)")
     p.add_argument("--task", choices=sorted(TASKS), help="what the examples teach (see --show-template)")
     p.add_argument("--output", "-o", metavar="OUT", help="folder for {split}.jsonl and export.json")
-    p.add_argument("--max-tokens", type=_max_tokens, metavar="N", help="drop examples longer than N tokens")
+    p.add_argument("--max-tokens", type=positive("--max-tokens"), metavar="N", help="drop examples longer than N tokens")
     p.add_argument("--tokenizer", metavar="PATH_OR_NAME",
                    help="count tokens with this tokenizer (tokenizer.json, folder or hub name) instead of the estimate")
     p.add_argument("--exclude", metavar="PATH",

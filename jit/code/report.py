@@ -201,14 +201,10 @@ def summarise(folder: str, sample: int = SAMPLE) -> Summary:
 
 
 def read_stats(folder: str) -> dict:
-    path = os.path.join(folder, "stats.json")
-    if not os.path.exists(path):
-        return {}
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return writers.read_stats(folder)
     except ValueError as exc:
-        raise ReportError(f"{path} is not valid JSON ({exc}); rewrite it with jit-synth stats or remove it") from exc
+        raise ReportError(f"{exc}; rewrite it with jit-synth stats or remove it") from None
 
 
 @functools.cache

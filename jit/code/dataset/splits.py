@@ -298,13 +298,10 @@ def _records(files: list[str]):
 
 
 def _read_stats(path: str) -> dict:
-    if not os.path.exists(path):
-        return {}
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return writers.read_stats(os.path.dirname(path))
     except ValueError as exc:
-        raise SplitError(f"{path} is not JSON ({exc}); delete it or regenerate the dataset") from None
+        raise SplitError(f"{exc}; delete it or regenerate the dataset") from None
 
 
 def _card_commands(folder: str) -> list[str]:

@@ -252,6 +252,18 @@ def read_records(path: str) -> Iterator[tuple[int, dict | None, str | None]]:
                 yield i, None, f"unparseable line: {exc}"
 
 
+def read_stats(out: str) -> dict:
+    """A dataset's stats.json ({} when it has none); ValueError when it is not JSON."""
+    path = os.path.join(out, "stats.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except ValueError as exc:
+            raise ValueError(f"{path} is not JSON ({exc})") from None
+
+
 def read_dataset(out: str) -> Iterator[dict]:
     for path in data_files(out):
         for _, record, error in read_records(path):
