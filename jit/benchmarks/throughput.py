@@ -10,8 +10,9 @@ generation, writing), on the same seed and count, so both see the same kernels.
     python jit/benchmarks/throughput.py --count 6000 --workers 2
     python jit/benchmarks/throughput.py --count 2000 --validate compile --baseline-count 100
 
-Memory: add --memory to also report the pipeline's peak RSS (all processes) for --count and
-for --count/10.
+Memory: the pipeline's run is sampled as it goes (``jit/benchmarks/memory.py``: summed PSS of
+the command and all its worker processes every 0.5 s), and the table gives its peak and the
+peak of any one worker. --memory also runs --count/10 pairs to show how memory grows with the count.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
+
+from jit.benchmarks.memory import Figures, sample_tree
 
 
 def straightforward(seed: int, count: int, devices: tuple[str, ...], validate: str, out_path: str) -> float:
@@ -59,13 +61,19 @@ def pipeline_command(seed, count, workers, validate, out, extra=()) -> list[str]
             "--shard-size", str(max(50, min(1000, count // max(workers, 1) // 2 or 1))), "-q", *extra]
 
 
-def run_pipeline(seed, count, workers, validate, tmp) -> tuple[float, int]:
-    """(seconds, peak RSS in KiB of the largest child) for the whole pipeline command."""
+def run_pipeline(seed, count, workers, validate, tmp) -> tuple[float, Figures]:
+    """(seconds, memory figures) for the whole pipeline command, its processes sampled as it runs."""
     out = os.path.join(tmp, f"ds_{count}_{workers}_{validate}")
     t0 = time.perf_counter()
-    subprocess.run(pipeline_command(seed, count, workers, validate, out), check=True)
+    memory = sample_tree(subprocess.Popen(pipeline_command(seed, count, workers, validate, out)))
     seconds = time.perf_counter() - t0
-    return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if memory.returncode:
+        raise subprocess.CalledProcessError(memory.returncode, "pipeline")
+    return seconds, memory
+
+
+def memory_cell(m: Figures) -> str:
+    return f"peak {m.peak_pss:.0f} MiB summed PSS (driver {m.driver_peak_pss:.0f}, largest worker {m.worker_peak_pss:.0f})"
 
 
 def main(argv=None) -> int:
@@ -76,31 +84,25 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=os.cpu_count())
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--validate", choices=("none", "compile"), default="none")
-    p.add_argument("--memory", action="store_true", help="also compare peak RSS for --count and --count/10")
+    p.add_argument("--memory", action="store_true", help="also measure --count/10 pairs, to compare peak memory")
     args = p.parse_args(argv)
 
     base_n = args.baseline_count or args.count
     with tempfile.TemporaryDirectory() as tmp:
-        pipe_s, _ = run_pipeline(args.seed, args.count, args.workers, args.validate, tmp)
+        pipe_s, pipe_mem = run_pipeline(args.seed, args.count, args.workers, args.validate, tmp)
         base_s = straightforward(args.seed, base_n, ("cpu", "cuda"), args.validate, os.path.join(tmp, "base.jsonl"))
         pipe_rate, base_rate = args.count / pipe_s, base_n / base_s
         print(f"machine: {os.cpu_count()} cores; validate={args.validate}; devices=cpu+cuda, forward+backward")
         print(f"straightforward (1 process, module+build per kernel per device): {base_n} pairs in {base_s:.1f} s "
               f"= {base_rate:.1f} pairs/s")
         print(f"pipeline (whole command, {args.workers} workers): {args.count} pairs in {pipe_s:.1f} s "
-              f"= {pipe_rate:.1f} pairs/s")
+              f"= {pipe_rate:.1f} pairs/s; {memory_cell(pipe_mem)}")
         print(f"ratio: {pipe_rate / base_rate:.2f}x")
         if args.memory:
             small = max(1, args.count // 10)
-            peaks = {}
-            for n in (small, args.count):
-                code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True);"
-                        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-                cmd = pipeline_command(args.seed, n, args.workers, args.validate, os.path.join(tmp, f"mem{n}"))
-                res = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=True)
-                peaks[n] = int(res.stdout.strip().splitlines()[-1])
-            print(f"peak RSS (largest process): {small} pairs {peaks[small] / 1024:.0f} MiB, "
-                  f"{args.count} pairs {peaks[args.count] / 1024:.0f} MiB, ratio {peaks[args.count] / peaks[small]:.2f}")
+            _, small_mem = run_pipeline(args.seed, small, args.workers, args.validate, tmp)
+            print(f"pipeline, {small} pairs: {memory_cell(small_mem)}; "
+                  f"ratio of peaks {pipe_mem.peak_pss / max(small_mem.peak_pss, 1e-9):.2f}")
     return 0
 
 

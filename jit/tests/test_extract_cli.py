@@ -233,3 +233,18 @@ def test_help_is_the_module_docstring(capsys):
     assert done.value.code == 0
     help_text = capsys.readouterr().out
     assert "Each TARGET is a path to a .py file" in help_text and "--device" in help_text and "--splits" in help_text
+
+
+def test_a_module_that_kills_its_process_costs_only_its_part(tmp_path, monkeypatch, capfd):
+    """Real code can end the interpreter that imports it; the run goes on and says so."""
+    (tmp_path / "a_killer.py").write_text("import os\nos._exit(3)\n")
+    (tmp_path / "b_good.py").write_text(OTHER)
+    monkeypatch.setattr(discover, "MODULES_PER_PART", 1)
+    output = tmp_path / "ds"
+    code, out, err = run_extract([str(tmp_path / "a_killer.py"), str(tmp_path / "b_good.py"), "-o", str(output),
+                                  "--validate", "none", "--workers", "2"], capfd)
+    assert code == 0, err
+    assert [r["kernel_name"] for r in read_dataset(output)] == ["negate"]
+    assert "worker process died (exit code 3)" in err
+    stats = json.loads((output / "stats.json").read_text())
+    assert stats["rejects"] == {"worker process died (exit code 3)": 1}
