@@ -99,11 +99,11 @@ class PartStats:
     records: int = 0
     rejects: Counter = field(default_factory=Counter)
     seconds: float = 0.0
-    extra: dict = field(default_factory=dict)  # source-specific counts (modules imported, ...)
+    counts: dict = field(default_factory=dict)  # source-specific counts (modules imported, ...)
 
     def to_dict(self) -> dict:
         return {"part": self.part, "start": self.start, "stop": self.stop, "records": self.records,
-                "rejects": dict(self.rejects), "seconds": self.seconds, **self.extra}
+                "rejects": dict(self.rejects), "seconds": self.seconds, "counts": self.counts}
 
 
 def part_size(count: int, shard_size: int) -> int:
@@ -169,7 +169,7 @@ def run_parts(run: RunSpec, parts: list[Part], workers: int, on_progress) -> lis
     ctx = mp.get_context("fork" if fork else "spawn")
     queue = ctx.Queue()
     results = []
-    per_worker = max(1, WORKER_KERNELS // max(p.stop - p.start for p in parts))
+    per_worker = 1 if fresh else max(1, WORKER_KERNELS // max(p.stop - p.start for p in parts))
     pool = ctx.Pool(min(workers, len(parts)), initializer=_init_worker, initargs=(queue,),
                     maxtasksperchild=per_worker)
     try:
@@ -216,7 +216,7 @@ def _run_fresh(run: RunSpec, parts: list[Part], workers: int, on_progress) -> li
             for process in [p for p in running if not p.is_alive()]:
                 part = running.pop(process)
                 process.join()
-                done = writers.finished_parts(run.out).get(part.number)
+                done = writers.finished_part(run.out, part.number)
                 if done is None:  # the process died before writing its part
                     stats = PartStats(part.number, part.start, part.stop)
                     stats.rejects[f"worker process died (exit code {process.exitcode})"] += 1
@@ -484,6 +484,8 @@ def finish(run: RunSpec) -> None:
 
 def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float, resumed: list[int], workers: int,
               splits: dict[str, int]) -> dict:
+    from jit.code.dataset.stats import record_builtins
+    from jit.code.dataset.token_stats import TokenStats
     from jit.code.synthesis import realism
 
     per_category: Counter = Counter()
@@ -495,30 +497,28 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
     validation: Counter = Counter()
     self_contained = 0
     sample = realism.Sampler()
-    tokens = _token_stats()
+    tokens = TokenStats()
     for record in sample.watch(writers.read_dataset(run.out)):
         n += 1
         per_category[record["category"]] += 1
         meta = record.get("metadata", {})
         per_source[meta.get("source") or meta.get("found_by") or "random"] += 1
         if meta.get("found_by"):
-            key = f"{meta.get('distribution') or '(no distribution)'} {meta.get('distribution_version') or ''}".strip()
-            licences[f"{key}|{meta.get('license') or 'unknown'}"] += 1
+            name = f"{meta.get('distribution') or '(no distribution)'} {meta.get('distribution_version') or ''}".strip()
+            licences[name, meta.get("license") or "unknown"] += 1
             self_contained += bool(meta.get("self_contained"))
         lines["python"] += meta.get("python_lines", record["python_source"].count("\n") + 1)
         for d in run.devices:
             lines[f"{d}_forward"] += meta.get(f"{d}_forward_lines", (record.get(f"{d}_forward") or "").count("\n"))
-        builtins.update(meta["builtins"] if "builtins" in meta else _builtins_of(record["python_source"]))
+        builtins.update(record_builtins(record))
         for key, value in sorted(record.get("validation", {}).items()):
             validation[f"{key}={value}"] += 1
-        if tokens is not None:
-            tokens.add(record)
+        tokens.add(record)
     rejects: Counter = Counter()
-    extra: Counter = Counter()
+    counts: Counter = Counter()
     for s in part_stats:
         rejects.update(s["rejects"])
-        extra.update({k: v for k, v in s.items() if k not in ("part", "start", "stop", "records", "rejects", "seconds")
-                      and isinstance(v, int)})
+        counts.update(s.get("counts", {}))
     if merge.duplicates:
         rejects["duplicate across parts"] += merge.duplicates
     if merge.near_duplicates:
@@ -538,6 +538,7 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
         "excluded": {**merge.exclusions.describe(), "records": merge.excluded} if merge.exclusions is not None else None,
         "splits": splits,
         "realism": sample.figures(),
+        "tokens": tokens.figures(),
         "validation": dict(sorted(validation.items())),
         "pairs_per_second": round(new_records / seconds, 2) if seconds > 0 else None,
         "seconds": round(seconds, 2),
@@ -550,26 +551,9 @@ def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
         "shard_size": run.shard_size,
     }
     if licences:
-        stats["provenance"] = [{"distribution": k.split("|")[0], "license": k.split("|")[1], "records": v}
-                               for k, v in sorted(licences.items())]
+        stats["provenance"] = [{"distribution": name, "license": licence, "records": n}
+                               for (name, licence), n in sorted(licences.items())]
         stats["self_contained"] = {"records": self_contained, "share": round(self_contained / max(n, 1), 4)}
-    if extra:
-        stats["source_counts"] = dict(sorted(extra.items()))
-    if tokens is not None:
-        stats["tokens"] = tokens.figures()
+    if counts:
+        stats["source_counts"] = dict(sorted(counts.items()))
     return stats
-
-
-def _builtins_of(source: str) -> list[str]:
-    from jit.code.synthesis.generator import called_builtins
-
-    try:
-        return called_builtins(source)
-    except SyntaxError:
-        return []
-
-
-def _token_stats():
-    from jit.code.dataset.token_stats import TokenStats
-
-    return TokenStats()

@@ -112,7 +112,8 @@ def exclusion_path(path: str | None) -> str | None:
     from jit.code.dataset import exclude
 
     try:
-        exclude.load_exclusions(path)  # fail now, in one line, rather than after the run
+        if next(exclude.sources(path), None) is None:  # fail now, in one line, rather than after the run
+            raise ValueError(f"{path} holds no Python sources to exclude")
     except ValueError as exc:
         raise UsageError(f"--exclude {path}: {exc}") from None
     return os.path.abspath(path)

@@ -40,6 +40,17 @@ def read_records(folder: Path):
             yield record
 
 
+def record_builtins(record: dict) -> list[str]:
+    """The Warp builtins a record calls: from its metadata, else read from its python_source."""
+    meta = record.get("metadata") or {}
+    if "builtins" in meta:
+        return meta["builtins"]
+    try:
+        return called_builtins(record.get("python_source") or "")
+    except SyntaxError:  # real code whose text is not valid Python on its own
+        return []
+
+
 def summarise(records, tokens=None) -> dict:
     categories: collections.Counter = collections.Counter()
     builtins: collections.Counter = collections.Counter()
@@ -48,13 +59,7 @@ def summarise(records, tokens=None) -> dict:
         meta = rec.get("metadata") or {}
         source = rec.get("python_source") or ""
         categories[rec.get("category") or "?"] += 1
-        called = meta.get("builtins")
-        if called is None and source:
-            try:
-                called = called_builtins(source)
-            except SyntaxError:  # real code whose text is not valid Python on its own
-                called = []
-        builtins.update(set(called or ()))
+        builtins.update(set(record_builtins(rec)))
         sizes.append(int(meta.get("lines") or source.count("\n")))
         if tokens is not None:
             tokens.add(rec)

@@ -141,13 +141,21 @@ def drop_part_records(out: str) -> None:
             os.remove(path)
 
 
+def finished_part(out: str, part: int) -> dict | None:
+    """A part's stats from its completion marker, None while it has no marker or no records file."""
+    if not (os.path.exists(done_path(out, part)) and os.path.exists(part_path(out, part))):
+        return None
+    with open(done_path(out, part), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def finished_parts(out: str) -> dict[int, dict]:
     done = {}
     for path in glob.glob(os.path.join(parts_dir(out), "part-*.done.json")):
         part = int(os.path.basename(path)[5:10])
-        if os.path.exists(part_path(out, part)):
-            with open(path, encoding="utf-8") as f:
-                done[part] = json.load(f)
+        stats = finished_part(out, part)
+        if stats is not None:
+            done[part] = stats
     return done
 
 

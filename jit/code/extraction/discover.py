@@ -399,14 +399,16 @@ def run_part(source: ModuleKernels, run, part, progress=None):
         module_source = Source(name, None if path is None else Path(path))
         # the order Warp keeps a module's factory kernels in can vary between processes: sort by
         # where they are defined and then by content, so every worker count gives the same records
-        pairs = sorted(_source_pairs(module_source, run.devices, report, _log, run.backward),
-                       key=lambda kp: (kp[1].metadata["line"], kp[1].kernel_name, kp[1].id,
-                                      kp[1].cpu_forward or kp[1].cuda_forward or ""))
+        found = sorted(_source_pairs(module_source, run.devices, report, _log, run.backward),
+                       key=lambda f: (f[1].metadata["line"], f[1].kernel_name, f[1].id,
+                                      f[1].cpu_forward or f[1].cuda_forward or ""))
+        irs = {id(kernel): ir for kernel, _, ir in found}
+        pairs = [(kernel, pair) for kernel, pair, _ in found]
         rejects_before = sum(stats.rejects.values())
         if run.validate == "compile" and pairs:
             pairs = _compiled(pairs, run, stats)
             for kernel, pair in pairs:
-                check_self_contained(kernel, pair, run.devices)
+                check_self_contained(kernel, pair, irs[id(kernel)], run.backward)
         for kernel, pair in pairs:
             pair.id = _unique_id(pair, seen_ids)
             out.add(row, pair.to_dict())
@@ -419,14 +421,14 @@ def run_part(source: ModuleKernels, run, part, progress=None):
     stats.rejects["generic kernel without overloads"] += report.skipped
     stats.rejects = +stats.rejects
     stats.records = len(out)
-    stats.extra = {"modules_imported": report.modules, "modules_failed": report.import_failed,
+    stats.counts = {"modules_imported": report.modules, "modules_failed": report.import_failed,
                    "kernels_found": report.found}
     stats.seconds = time.perf_counter() - t0
     out.finish(stats.to_dict())
     return stats
 
 
-def check_self_contained(kernel, pair: Pair, devices) -> None:
+def check_self_contained(kernel, pair: Pair, irs: dict[str, KernelIR], backward: bool) -> None:
     """Rebuild the kernel from the record's text alone; if that does not give the same code, the
     text is not self-contained after all: say why and let the id include the code."""
     from jit.code.extraction.source_text import rebuild_difference
@@ -434,7 +436,8 @@ def check_self_contained(kernel, pair: Pair, devices) -> None:
     meta = pair.metadata
     if not meta.get("self_contained"):
         return
-    why = rebuild_difference(kernel, pair.python_source, "cpu" if "cpu" in devices else "cuda")
+    device = "cpu" if "cpu" in irs else "cuda"
+    why = rebuild_difference(kernel, pair.python_source, device, original=irs[device], backward=backward)
     if why is not None:
         meta["self_contained"], meta["self_contained_reason"] = False, why
         meta["id_salt"] = "code"
@@ -478,7 +481,8 @@ def _compiled(pairs: list, run, stats) -> list:
     return kept
 
 
-def _source_pairs(source: Source, devices, report: Report, log, backward: bool = True) -> Iterator[tuple[object, Pair]]:
+def _source_pairs(source: Source, devices, report: Report, log,
+                  backward: bool = True) -> Iterator[tuple[object, Pair, dict[str, KernelIR]]]:
     label = str(source.path) if source.path is not None else source.name
     try:
         module, changes = import_source(source)
@@ -505,7 +509,7 @@ def _source_pairs(source: Source, devices, report: Report, log, backward: bool =
             log(f"kernel failed: {label}: {result.kernel}: {_first_line(result)}")
             continue
         report.extracted += 1
-        yield kernel, make_pair(kernel, result, source, changes)
+        yield kernel, make_pair(kernel, result, source, changes), result
 
 
 def _unique_id(pair: Pair, seen: dict[str, str]) -> str:

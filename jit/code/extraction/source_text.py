@@ -508,7 +508,7 @@ def comparable_code(code: str, native_names: list[str]) -> str:
 _rebuilds = itertools.count()
 
 
-def rebuild_difference(kernel, text: str, device: str = "cpu", original=None) -> str | None:
+def rebuild_difference(kernel, text: str, device: str = "cpu", original=None, backward: bool = True) -> str | None:
     """None if ``text`` alone rebuilds ``kernel`` with the same code on ``device``, else why not.
 
     The text runs in a fresh module; its kernel is the one bound to the original's key (for a
@@ -517,16 +517,17 @@ def rebuild_difference(kernel, text: str, device: str = "cpu", original=None) ->
     """
     from jit.code.extraction.ir_extractor import ExtractionError, extract_many
 
-    if original is None:  # the original's KernelIR for ``device``, when the caller has it
+    if original is None:  # else the original's KernelIR for ``device``, extracted with ``backward``
         try:
-            original = extract_many([kernel], (device,))[0][device]
+            original = extract_many([kernel], (device,), backward=backward)[0][device]
         except ExtractionError as exc:
             return f"original does not extract: {exc.reason.splitlines()[0][:200]}"
     name = f"jit_synth_rebuild_{os.getpid()}_{next(_rebuilds)}"
     try:
         handle, names = wb.define_one(text, name)
     except Exception as exc:
-        return f"text does not run: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        first = str(exc).splitlines()[0].replace(f"<jit-synth:{name}:0>", "<rebuilt text>") if str(exc) else ""
+        return f"text does not run: {type(exc).__name__}: {first[:200]}"
     try:
         rebuilt = names.get(kernel.key)
         if not wb.is_kernel(rebuilt):
@@ -537,9 +538,11 @@ def rebuild_difference(kernel, text: str, device: str = "cpu", original=None) ->
                 return f"text registers {len(overloads)} overloads"
             rebuilt = overloads[0]
         try:
-            again = extract_many([rebuilt], (device,))[0][device]
+            again = extract_many([rebuilt], (device,), backward=backward)[0][device]
         except ExtractionError as exc:
-            return f"rebuilt kernel does not extract: {exc.reason.splitlines()[0][:200]}"
+            # the message names the rebuilt module, whose name holds this process's id: not kept
+            reason = exc.reason.splitlines()[0].replace(f"<jit-synth:{name}:0>", "<rebuilt text>")
+            return f"rebuilt kernel does not extract: {reason[:200]}"
         before = comparable_code(_full(original), [f.native_name for f in original.functions])
         after = comparable_code(_full(again), [f.native_name for f in again.functions])
         return None if before == after else "rebuilt code differs"

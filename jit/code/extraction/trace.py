@@ -284,27 +284,7 @@ def run_part(source: TracedKernels, run, part, progress=None):
     stats = PartStats(part.number, part.start, part.stop)
     with open(source.kernels_file, encoding="utf-8") as f:
         records = [json.loads(line) for line in itertools.islice(f, part.start, part.stop)]
-    keep = records
-    if run.validate == "compile":
-        from jit.code.dataset.validate import compile_rebuilt
-
-        from jit.code.extraction import warp_backend as wb
-
-        wb.init()
-        wb.silence_performance_notes()
-        alone = [r for r in keep if r["metadata"].get("self_contained")]
-        compiled = [r for r in keep if not r["metadata"].get("self_contained") and r["validation"].get(run.devices[0]) == "compiled"]
-        stats.rejects["not self-contained and not compiled in the program"] += len(keep) - len(alone) - len(compiled)
-        stats.rejects = +stats.rejects
-        bad = {}
-        for arch in run.archs:
-            bad.update(compile_rebuilt([r for r in alone if r["id"] not in bad], arch, f"t{part.number}_"))
-        for reason in bad.values():
-            stats.rejects[reason.split(":")[0][:80]] += 1
-        keep = [r for r in alone if r["id"] not in bad]
-        for r in keep:
-            r["validation"] = {d: "compiled" for d in run.devices}
-        keep = sorted(keep + compiled, key=records.index)
+    keep = _compiled(records, run, stats, part.number) if run.validate == "compile" else records
     out = writers.PartWriter(run.out, part.number)
     for row, r in enumerate(keep):
         out.add(row, r)
@@ -314,6 +294,32 @@ def run_part(source: TracedKernels, run, part, progress=None):
         progress.put((len(keep), len(records) - len(keep)))
     out.finish(stats.to_dict())
     return stats
+
+
+def _compiled(records: list[dict], run, stats, tag) -> list[dict]:
+    """The records that compile, in order: those whose text rebuilds them are rebuilt and compiled
+    here; the others count only if the program's process compiled them (``compile_live``)."""
+    from jit.code.dataset.validate import compile_rebuilt
+    from jit.code.extraction import warp_backend as wb
+
+    wb.init()
+    wb.silence_performance_notes()
+    alone = [r for r in records if r["metadata"].get("self_contained")]
+    bad: dict[str, str] = {}
+    for arch in run.archs:
+        bad.update(compile_rebuilt([r for r in alone if r["id"] not in bad], arch, f"t{tag}_"))
+    kept = []
+    for r in records:
+        if r["metadata"].get("self_contained"):
+            if r["id"] in bad:
+                stats.rejects[bad[r["id"]].split(":")[0][:80]] += 1
+                continue
+            r["validation"] = {d: "compiled" for d in run.devices}
+        elif r["validation"].get(run.devices[0]) != "compiled":
+            stats.rejects["not self-contained and not compiled in the program"] += 1
+            continue
+        kept.append(r)
+    return kept
 
 
 def add_arguments(parser) -> None:
@@ -469,7 +475,7 @@ class _Recorder:
         from jit.code.extraction.source_text import rebuild_difference
 
         device = "cpu" if "cpu" in irs else "cuda"
-        why = rebuild_difference(kernel, record["python_source"], device, original=irs[device])
+        why = rebuild_difference(kernel, record["python_source"], device, original=irs[device], backward=self.backward)
         if why is not None:
             meta = record["metadata"]
             meta["self_contained"], meta["self_contained_reason"], meta["id_salt"] = False, why, "code"
