@@ -34,9 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    from jit.code.extraction import discover, trace
+    from jit.code.harvest import modules as discover
+
+    from jit.code.harvest import traced as trace
     from jit.code.synthesis import pipeline
-    from jit.code.dataset import stats, validate
+    from jit.code.analysis import summary as stats
+    from jit.code.checks import compile as validate
 
     pipeline.add_arguments(sub.add_parser("generate", help="generate a dataset of synthetic kernels and their code",
                                           description=pipeline.__doc__,
@@ -53,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_arguments(sub.add_parser("validate", help="re-check an existing dataset folder",
                                           description=validate.__doc__,
                                           formatter_class=argparse.RawDescriptionHelpFormatter))
-    from jit.code.dataset import splits
+    from jit.code.engine import splits
 
     splits.add_arguments(sub.add_parser("split", help="split an existing dataset into train/validation/test without leaks",
                                         description=splits.__doc__,

@@ -19,7 +19,7 @@ import random
 import sys
 import time
 
-from jit.code.extraction import discover
+from jit.code.harvest import modules as discover
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from jit.code.dataset import writers
+from jit.code.engine import writers
 
 
 def run(executor: str, out: str, args) -> float:

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from jit.benchmarks.generator_quality import canonical
-from jit.code.synthesis import realism, reference
+from jit.code.analysis import realism
+from jit.code.analysis import reference
 from jit.code.synthesis.generator import called_builtins, generate
 
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds["real_code_figures"] = round(time.perf_counter() - t0, 2)
 
     if args.dataset is not None:
-        from jit.code.dataset.stats import StatsError, read_records
+        from jit.code.analysis.summary import StatsError, read_records
 
         t0 = time.perf_counter()
         try:

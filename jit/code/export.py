@@ -24,7 +24,7 @@ kernel has no helpers. Records lacking a required field are skipped and counted.
 turns, each encoded without special tokens -- or, with a transformers tokenizer that has a chat
 template, the whole templated conversation. --tokenizer takes a tokenizer.json file, a local
 folder or a hub name (needs: pip install 'warp-jit-synth[tokenizers]'); without one, tokens are
-estimated (jit/code/dataset/token_stats.py: a few percent above a Qwen tokenizer's count).
+estimated (jit/code/analysis/token_stats.py: a few percent above a Qwen tokenizer's count).
 --system TEXT replaces the system turn; --system '' leaves it out. --exclude PATH drops records
 whose Python source nearly duplicates one in PATH (e.g. an evaluation set: a dataset folder, a
 JSONL file or a folder of .py files), by the same test as `generate --exclude`.
@@ -49,9 +49,9 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from jit.code.dataset import writers
-from jit.code.dataset.options import positive
-from jit.code.dataset.token_stats import count_tokens
+from jit.code.engine import writers
+from jit.code.commands.common import positive
+from jit.code.analysis.token_stats import count_tokens
 
 SYSTEM = "You are an expert in NVIDIA Warp and in the C++, CUDA and PTX code Warp generates from Python kernels."
 HELPERS = ("cpu_functions", "cuda_functions")  # optional on either side: many kernels have none
@@ -146,7 +146,7 @@ def template(task: Task, system: str | None = None) -> str:
 class Estimate:
     """Token counts without a tokenizer: ``token_stats.count_tokens`` of every turn."""
 
-    name = "estimate (jit.code.dataset.token_stats.count_tokens)"
+    name = "estimate (jit.code.analysis.token_stats.count_tokens)"
 
     def length(self, turns: list[dict]) -> int:
         return sum(count_tokens(t["content"]) for t in turns)
@@ -344,7 +344,7 @@ def _remove_stale(out: str, splits: dict) -> None:
 
 
 def load_exclusions(path: str):
-    from jit.code.dataset import exclude
+    from jit.code.engine import exclude
 
     try:
         return exclude.load_exclusions(path)

@@ -12,10 +12,10 @@ CUDA forward), one per source, chosen by a fixed rule among the shorter ones so 
 
 It reads DIR/data/{split}-NNNNN-of-NNNNN.jsonl|parquet as a stream, keeping counters and lengths
 only, so a dataset of 100,000 records is fine, and DIR/stats.json (rejects, near-duplicates,
-realism, splits) when present. Lengths are estimated tokens (jit/code/dataset/token_stats.py),
+realism, splits) when present. Lengths are estimated tokens (jit/code/analysis/token_stats.py),
 counted on at most 1,000 evenly spaced records: counting every record of a large dataset would
 take longer than the rest of the report. The real-code column of the realism figures is the seed
-half of Warp's own examples and tests measured against the measure half (jit/code/synthesis/realism.py),
+half of Warp's own examples and tests measured against the measure half (jit/code/analysis/realism.py),
 computed from the installed Warp in a few seconds.
 
 The page is self-contained: figures are PNG images embedded in it (base64), styles are inline,
@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jit.code.dataset import writers
-from jit.code.dataset.token_stats import CONTEXTS, FIELDS, PAIRS, count_tokens as length  # lengths in estimated tokens
+from jit.code.engine import writers
+from jit.code.analysis.token_stats import CONTEXTS, FIELDS, PAIRS, count_tokens as length  # lengths in estimated tokens
 
 UNIT = "tokens (estimated)"
 SAMPLE = 1000          # records whose lengths are counted
@@ -211,7 +211,8 @@ def read_stats(folder: str) -> dict:
 def real_code_figures() -> dict | None:
     """The realism figures of the seed half of Warp's own kernels against the measure half (None if unavailable)."""
     try:
-        from jit.code.synthesis import realism, reference
+        from jit.code.analysis import realism
+        from jit.code.analysis import reference
 
         return realism.figures([k.source for k in reference.kernels("seed")])
     except Exception:  # noqa: BLE001 -- a missing reference only drops one column
@@ -600,7 +601,7 @@ def realism_section(s: Summary, stats: dict) -> str | None:
     note = (f"<p>Measured on {measured.get('records_measured', measured.get('kernels', '?'))} records against "
             f"{measured.get('reference_kernels', '?')} reference kernels. Real Warp code is the target: the "
             "closer, the more the kernels read like code people write (definitions in "
-            "<code>jit/code/synthesis/realism.py</code>).</p>")
+            "<code>jit/code/analysis/realism.py</code>).</p>")
     return _img(realism_figure(measured, real), "The six realism figures.") + note + realism_table(measured, real)
 
 

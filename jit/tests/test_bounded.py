@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from jit.code.dataset.bounded import TIMEOUT, run_bounded
+from jit.code.checks.bounded import TIMEOUT, run_bounded
 
 
 def test_results_errors_and_a_timeout_in_order():

@@ -14,7 +14,8 @@ from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.compile import SHARED_REASON, compile_batch, kernel_ptx, ptx_entries
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis import pipeline
-from jit.code.dataset import validate, writers
+from jit.code.checks import compile as validate
+from jit.code.engine import writers
 from jit.code.synthesis.generator import generate
 
 GOOD = """
@@ -199,7 +200,7 @@ def test_validate_passes_then_fails(compiled_dataset, tmp_path, capsys):
     lines = open(shard).read().splitlines()
     record = json.loads(lines[0])
     record["python_source"] = record["python_source"].replace("i = wp.tid()", "i = wp.tid()\n    q = undefined_name", 1)
-    from jit.code.dataset.records import content_id
+    from jit.code.records import content_id
 
     record["id"] = content_id(record["python_source"])
     lines[0] = json.dumps(record)

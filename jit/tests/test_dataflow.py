@@ -10,7 +10,7 @@ import pytest
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.synthesis import dataflow
-from jit.code.dataset import execute
+from jit.code.checks import execute
 from jit.code.synthesis.categories import CATEGORIES
 from jit.code.synthesis.generator import item_hash, metadata
 

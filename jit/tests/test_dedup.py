@@ -12,10 +12,11 @@ import re
 import pytest
 
 from jit.code.synthesis import batch_generator as bg
-from jit.code.dataset import dedup, writers
+from jit.code.engine import dedup
+from jit.code.engine import writers
 from jit.code.synthesis import pipeline
 from jit.code.synthesis.generator import item_hash
-from jit.code.dataset.tokens import jaccard
+from jit.code.analysis.tokens import jaccard
 
 KERNEL = '''
 @wp.kernel

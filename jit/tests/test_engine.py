@@ -11,9 +11,11 @@ import json
 import os
 from dataclasses import dataclass
 
-from jit.code.dataset import engine, writers
-from jit.code.dataset.records import Pair, content_id
-from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
+from jit.code.engine import run as engine
+
+from jit.code.engine import writers
+from jit.code.records import Pair, content_id
+from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 
 
 FUNCS = ["wp.sin", "wp.cos", "wp.sqrt", "wp.abs", "wp.exp", "wp.log", "wp.floor", "wp.ceil", "wp.tanh",

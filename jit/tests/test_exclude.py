@@ -9,8 +9,10 @@ import re
 
 import pytest
 
-from jit.code.dataset import exclude, writers
-from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
+from jit.code.engine import exclude
+
+from jit.code.engine import writers
+from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 from jit.code.synthesis.generator import generate
 
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.dataset import execute
+from jit.code.checks import execute
 from jit.code.synthesis.batch_generator import RunSpec, build_batch, make_record
 from jit.code.synthesis.generator import CATEGORIES, KernelSpec, generate
-from jit.code.dataset.records import Pair, content_id
+from jit.code.records import Pair, content_id
 
 SOURCES = {
     "known": '''

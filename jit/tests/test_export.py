@@ -9,8 +9,8 @@ import random
 import pytest
 
 from jit.code import export
-from jit.code.dataset import writers
-from jit.code.dataset.token_stats import count_tokens
+from jit.code.engine import writers
+from jit.code.analysis.token_stats import count_tokens
 
 ROLES = ["system", "user", "assistant"]
 BUILTINS = ["sin", "cos", "exp", "log", "sqrt", "abs", "floor", "ceil", "tanh", "atan2", "min", "max", "clamp",

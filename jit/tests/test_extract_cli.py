@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from jit.code.extraction import discover
-from jit.code.dataset.records import FIELDS, content_id
+from jit.code.harvest import modules as discover
+from jit.code.records import FIELDS, content_id
 
 KERNELS = textwrap.dedent('''
     from typing import Any
@@ -63,7 +63,7 @@ OTHER = textwrap.dedent('''
 
 
 def read_dataset(folder) -> list[dict]:
-    from jit.code.dataset import writers
+    from jit.code.engine import writers
 
     return list(writers.read_dataset(str(folder)))
 
@@ -159,7 +159,7 @@ def test_several_targets_compiled_deduplicated_and_the_same_for_any_worker_count
                                   "--shard-size", "2", "--resume"], capsys)
     assert code == 0 and "complete already" in out
     assert read_dataset(tmp_path / "ds1") == outputs[0]
-    from jit.code.dataset import validate
+    from jit.code.checks import compile as validate
 
     problems, bad, n = validate.check_dataset(str(tmp_path / "ds1"))
     assert not problems and n == 5
@@ -173,7 +173,7 @@ def test_package_target_through_the_console_script(tmp_path):
     (package / "inner" / "ops.py").write_text(OTHER)
     output = tmp_path / "ds"
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    result = subprocess.run([sys.executable, "-m", "jit.code.extraction.discover", "mypkg", "--device", "cpu",
+    result = subprocess.run([sys.executable, "-m", "jit.code.harvest.modules", "mypkg", "--device", "cpu",
                              "--output", str(output), "--validate", "none", "--workers", "1"],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -318,7 +318,7 @@ def test_deferred_static_expression_gets_warps_mangled_name(define, tmp_path):
 
 def test_shared_build_is_byte_identical_to_per_device_builds():
     """Sharing one build between CPU and CUDA must not change a byte, over real kernels."""
-    from jit.code.extraction import discover
+    from jit.code.harvest import modules as discover
 
     names = ["warp.examples.core.example_fluid", "warp.examples.core.example_sph",
              "warp.examples.core.example_wave", "warp.examples.core.example_dem",

@@ -17,7 +17,7 @@ import pytest
 import warp as wp
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.dataset import execute
+from jit.code.checks import execute
 from jit.code.synthesis.generator import CATEGORIES, generate
 
 # the typed builder's categories (other sources test their own kernels, some need runtime objects)

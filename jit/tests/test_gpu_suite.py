@@ -11,7 +11,9 @@ import os
 import numpy as np
 import pytest
 
-from jit.code.dataset import execute, writers
+from jit.code.checks import execute
+
+from jit.code.engine import writers
 from jit.code.synthesis import pipeline
 from jit.code.synthesis.batch_generator import build_batch
 from jit.code.synthesis.generator import CATEGORIES, generate

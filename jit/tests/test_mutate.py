@@ -17,7 +17,7 @@ import warp as wp
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.synthesis import mutate as M
-from jit.code.synthesis import reference
+from jit.code.analysis import reference
 from jit.code.synthesis import types as T
 from jit.code.synthesis.batch_generator import build_batch
 from jit.code.synthesis.generator import generate

@@ -18,7 +18,7 @@ import warp as wp
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis.generator import CATEGORIES, generate
-from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
+from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 
 PATTERNS = sorted(n for n, c in CATEGORIES.items() if c.source == "patterns")
 SEED = 17

@@ -14,8 +14,9 @@ import time
 import pytest
 
 from jit.code.synthesis import pipeline
-from jit.code.dataset import stats, writers
-from jit.code.dataset.records import FIELDS, content_id
+from jit.code.analysis import summary as stats
+from jit.code.engine import writers
+from jit.code.records import FIELDS, content_id
 
 
 def generate(tmp_path, name, *extra, count=24, workers=1):

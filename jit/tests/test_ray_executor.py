@@ -18,7 +18,7 @@ import time
 import pytest
 
 from jit.code.synthesis import pipeline
-from jit.code.dataset import writers
+from jit.code.engine import writers
 from test_pipeline import shard_bytes
 
 COUNT, SHARD = 30, 10

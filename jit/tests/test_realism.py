@@ -11,8 +11,10 @@ import pytest
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
-from jit.code.synthesis import census, realism, reference
-from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
+from jit.code.synthesis import census
+from jit.code.analysis import realism
+from jit.code.analysis import reference
+from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 
 
 def src(text: str) -> str:

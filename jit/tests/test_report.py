@@ -12,8 +12,8 @@ from html.parser import HTMLParser
 import pytest
 
 from jit.code import report
-from jit.code.dataset import writers
-from jit.code.dataset.token_stats import count_tokens
+from jit.code.engine import writers
+from jit.code.analysis.token_stats import count_tokens
 
 SOURCES = ("realistic", "patterns", "mutants")
 PNG = b"\x89PNG\r\n\x1a\n"

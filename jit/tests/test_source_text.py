@@ -172,7 +172,7 @@ def test_comparable_code_only_drops_places():
 @pytest.mark.parametrize("module_name", ["warp.examples.benchmarks.benchmark_sparse_marching_cubes",
                                          "warp.examples.core.example_fdtd_3d"])
 def test_warps_own_kernels_rebuild(module_name):
-    from jit.code.extraction.discover import Source, import_source, module_kernels
+    from jit.code.harvest.modules import Source, import_source, module_kernels
 
     module, _ = import_source(Source(module_name))
     concrete = [k for kernel in module_kernels(module) for k in wb.kernel_overloads(kernel)][:6]

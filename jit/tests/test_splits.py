@@ -13,8 +13,9 @@ import re
 import pytest
 
 from jit.cli import main as cli_main
-from jit.code.dataset import splits, writers
-from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
+from jit.code.engine import splits
+from jit.code.engine import writers
+from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 
 FUNCS = ["sin", "cos", "exp", "sqrt", "abs", "log", "floor", "ceil", "tanh", "atan", "sign", "round"]
 OPS = ["+", "-", "*", "/"]

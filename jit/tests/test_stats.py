@@ -7,7 +7,7 @@ import json
 import pytest
 
 from jit.cli import main as cli_main
-from jit.code.dataset import stats
+from jit.code.analysis import summary as stats
 from jit.code.synthesis.generator import generate, warp_builtins
 
 

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from jit.code.dataset import token_stats
-from jit.code.dataset.token_stats import count_tokens
+from jit.code.analysis import token_stats
+from jit.code.analysis.token_stats import count_tokens
 
 
 @pytest.mark.parametrize("text, pieces", [

@@ -14,8 +14,8 @@ import pytest
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
-from jit.code.extraction.trace import child_command, run_traced
-from jit.code.dataset.records import FIELDS, content_id
+from jit.code.harvest.traced import child_command, run_traced
+from jit.code.records import FIELDS, content_id
 
 PROGRAM = textwrap.dedent('''\
     import os
@@ -158,7 +158,8 @@ def test_trace_command_writes_a_compiled_dataset(tmp_path, monkeypatch, capfd):
     import json
 
     from jit import cli
-    from jit.code.dataset import validate, writers
+    from jit.code.checks import compile as validate
+    from jit.code.engine import writers
 
     project = tmp_path / "project"
     project.mkdir()
@@ -229,8 +230,9 @@ OPAQUE = textwrap.dedent('''\
 
 def test_trace_keeps_kernels_its_text_cannot_rebuild_compiled_in_the_program(tmp_path, monkeypatch, capfd):
     from jit import cli
-    from jit.code.dataset import validate, writers
-    from jit.code.dataset.records import record_id
+    from jit.code.checks import compile as validate
+    from jit.code.engine import writers
+    from jit.code.records import record_id
 
     (tmp_path / "opaque.py").write_text(OPAQUE)
     (tmp_path / "helpers.py").write_text(HELPERS)

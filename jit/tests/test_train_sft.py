@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jit.code import export
-from jit.code.dataset import writers
+from jit.code.engine import writers
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).resolve().parents[1] / "code" / "examples" / "train_sft.py"

@@ -1,6 +1,6 @@
 """Generated kernels in batches: the synthetic generator as a source of the dataset engine.
 
-``GeneratedKernels`` is the source (see ``jit.code.dataset.engine``). In a part, each slot ``i``
+``GeneratedKernels`` is the source (see ``jit.code.engine.run``). In a part, each slot ``i``
 holds kernel ``generate(seed, i, attempt=a)`` for the first attempt that builds, passes
 validation and is neither a duplicate nor a near-duplicate (``dedup``) of a kernel kept earlier
 in the part; a slot's kernel is a function of the seed and its index only, so any number of
@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.dataset import dedup, writers
-from jit.code.dataset.engine import Part, PartStats, RunSpec
-from jit.code.dataset.records import Pair, content_id
+from jit.code.engine import dedup
+from jit.code.engine import writers
+from jit.code.engine.run import Part, PartStats, RunSpec
+from jit.code.records import Pair, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
@@ -281,7 +282,7 @@ class _PartState:
         try:
             records = {spec.name: make_record(spec, irs, run, by_name[spec.name].cid) for spec, _, irs in items}
             if run.validate != "none" and items:
-                from jit.code.dataset import validate as checks
+                from jit.code.checks import compile as checks
 
                 rejected.update(checks.validate_batch(run, handle.module, items, records, builds, block_dim))
         finally:

@@ -22,7 +22,9 @@ import json
 import sys
 from pathlib import Path
 
-from jit.code.synthesis import realism, reference
+from jit.code.analysis import realism
+
+from jit.code.analysis import reference
 
 CENSUS_PATH = Path(__file__).with_name("census.json")
 ARRAY_NDIM = {"array": 1, "array1d": 1, "array2d": 2, "array3d": 3, "array4d": 4}

@@ -47,8 +47,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from jit.code.synthesis import reference
-from jit.code.dataset.tokens import jaccard, norm_tokens, shingles
+from jit.code.analysis import reference
+from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 
 __all__ = ["Seed", "MutationError", "MUTATIONS", "SWAPS", "mutate", "seeds", "seed_weights", "seed_kernel",
            "rebuild_seeds"]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jit.code.dataset import options
-from jit.code.dataset.engine import UsageError
+from jit.code.commands import common as options
+from jit.code.engine.run import UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

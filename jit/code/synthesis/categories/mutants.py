@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 
 from jit.code.synthesis import mutate as M
-from jit.code.synthesis import reference
+from jit.code.analysis import reference
 from jit.code.synthesis.categories import register
 
 SEED_DRAWS = 8  # seeds tried before giving up on an item (a draw fails only for tiny seeds)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jit.code.dataset.tokens import norm_tokens, shingles
+from jit.code.analysis.tokens import norm_tokens, shingles
 
 __all__ = ["FIGURES", "Profile", "Sampler", "dataset_figures", "figures", "idiom_pairs", "js_divergence",
            "kernel_defs", "label", "profile", "scan", "wp_call"]
@@ -172,7 +172,7 @@ def profile(sources: Iterable[str]) -> Profile:
 @functools.cache
 def measure_profile() -> Profile:
     """The profile of the measure half of the reference kernels (computed once per process)."""
-    from jit.code.synthesis import reference
+    from jit.code.analysis import reference
 
     return profile(k.source for k in reference.kernels("measure"))
 

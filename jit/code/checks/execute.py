@@ -31,7 +31,7 @@ import numpy as np
 import warp as wp
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.dataset import bounded
+from jit.code.checks import bounded
 
 EXECUTE_SECONDS = 20.0  # bound on one kernel's execution and gradient check (runs take milliseconds)
 MAX_IO_NUMBERS = 8192  # numbers in one io example; larger examples are not stored

@@ -21,7 +21,7 @@ import os
 import sys
 from collections import Counter, defaultdict
 
-from jit.code.dataset.records import FIELDS, record_id
+from jit.code.records import FIELDS, record_id
 
 BATCH = 64
 
@@ -67,7 +67,7 @@ def validate_batch(run, module, items: list, records: dict, builds: dict | None 
         if kernel.key in records and kernel.key not in failed:
             records[kernel.key].validation = {d: "compiled" for d in run.devices}
     if run.validate == "execute":
-        from jit.code.dataset import execute
+        from jit.code.checks import execute
 
         alive = [(s, k, irs) for s, k, irs in items if k.key not in failed]
         failed.update(execute.execute_batch(run, alive, records))
@@ -91,7 +91,7 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90,
     """(problems by reason, reason -> bad ids or shard:line, records read); ``notes`` gets counts
     that are not problems (``not self-contained``: records of real code not rebuilt)."""
     from jit.code.extraction import warp_backend as wb
-    from jit.code.dataset import writers
+    from jit.code.engine import writers
 
     wb.silence_performance_notes()
     problems: Counter = Counter()
@@ -134,7 +134,7 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90,
             report(reason, rid)
     replay = [r for r in good if r.get("io")]
     if replay:
-        from jit.code.dataset import execute
+        from jit.code.checks import execute
 
         for rid, reason in execute.replay_records(replay).items():
             report(reason, rid)
@@ -249,7 +249,7 @@ def _concrete(kernel):
 
 
 def run_command(args, parser=None) -> int:
-    from jit.code.dataset import writers
+    from jit.code.engine import writers
 
     if not os.path.isdir(args.dataset):
         print(f"jit-synth validate: error: {args.dataset} is not a folder", file=sys.stderr)

@@ -102,7 +102,7 @@ def render(figures: dict) -> str:
         return "tokens: no code fields"
     width = max(len(label) for label, _ in rows)
     head = f"  {'':<{width}}  {'count':>7}  {'mean':>7}" + "".join(f"  {f'p{p}':>7}" for p in PERCENTILES) + f"  {'max':>7}"
-    lines = ["tokens (estimated, see jit/code/dataset/token_stats.py):", head]
+    lines = ["tokens (estimated, see jit/code/analysis/token_stats.py):", head]
     for label, row in rows:
         lines.append(f"  {label:<{width}}  {row['count']:>7}  {row['mean']:>7.0f}"
                      + "".join(f"  {row[f'p{p}']:>7.0f}" for p in PERCENTILES) + f"  {row['max']:>7}")

@@ -26,7 +26,7 @@ from collections.abc import Hashable
 import numpy as np
 from datasketch import LeanMinHash, MinHash, MinHashLSH
 
-from jit.code.dataset.tokens import norm_tokens, shingles
+from jit.code.analysis.tokens import norm_tokens, shingles
 
 SHINGLE = 4
 NUM_PERM = 128

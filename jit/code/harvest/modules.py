@@ -47,7 +47,7 @@ from types import ModuleType
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.dataset.records import Pair, content_id, salted_id
+from jit.code.records import Pair, content_id, salted_id
 
 
 
@@ -384,8 +384,8 @@ def run_part(source: ModuleKernels, run, part, progress=None):
     """Import the part's modules, extract (and validate) their kernels, write the part."""
     import time
 
-    from jit.code.dataset import writers
-    from jit.code.dataset.engine import PartStats
+    from jit.code.engine import writers
+    from jit.code.engine.run import PartStats
 
     wb.init()
     wb.silence_performance_notes()
@@ -532,15 +532,15 @@ def _first_line(exc: BaseException) -> str:
 def add_arguments(parser) -> None:
     parser.add_argument("targets", metavar="TARGET", nargs="+",
                         help="a .py file, a folder of them, or an importable module/package name (several allowed)")
-    from jit.code.dataset import options
+    from jit.code.commands import common as options
 
     options.add_arguments(parser, output_default=None, near_dup_default=0.0)
     parser.set_defaults(run=run)
 
 
 def run(args, parser=None) -> int:
-    from jit.code.dataset import options
-    from jit.code.dataset.engine import UsageError
+    from jit.code.commands import common as options
+    from jit.code.engine.run import UsageError
 
     prog = "jit-synth extract"
     try:

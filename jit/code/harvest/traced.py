@@ -75,7 +75,7 @@ def _jit_synth_trace_setup():
             def exec_module(module):
                 run(module)
                 sys.meta_path[:] = [f for f in sys.meta_path if f is not finder]
-                from jit.code.extraction import trace
+                from jit.code.harvest import traced as trace
                 trace.install(module)
 
             spec.loader.exec_module = exec_module
@@ -220,7 +220,7 @@ class TracedKernels:
 
     def record(self, run) -> TraceResult:
         """Run the program under the hook (unless an earlier run of this command did)."""
-        from jit.code.dataset import writers
+        from jit.code.engine import writers
 
         if self.program():
             return None
@@ -260,7 +260,7 @@ class TracedKernels:
 def _distinct(records: list[dict]) -> list[dict]:
     """Records whose text is the same but whose code differs (a kernel built with other options)
     get ids that include their code, so the engine keeps each build once."""
-    from jit.code.dataset.records import salted_id
+    from jit.code.records import salted_id
 
     first: dict[str, str] = {}
     for r in records:
@@ -277,8 +277,8 @@ def run_part(source: TracedKernels, run, part, progress=None):
     import itertools
     import time
 
-    from jit.code.dataset import writers
-    from jit.code.dataset.engine import PartStats
+    from jit.code.engine import writers
+    from jit.code.engine.run import PartStats
 
     t0 = time.perf_counter()
     stats = PartStats(part.number, part.start, part.stop)
@@ -299,7 +299,7 @@ def run_part(source: TracedKernels, run, part, progress=None):
 def _compiled(records: list[dict], run, stats, tag) -> list[dict]:
     """The records that compile, in order: those whose text rebuilds them are rebuilt and compiled
     here; the others count only if the program's process compiled them (``compile_live``)."""
-    from jit.code.dataset.validate import compile_rebuilt
+    from jit.code.checks.compile import compile_rebuilt
     from jit.code.extraction import warp_backend as wb
 
     wb.init()
@@ -323,7 +323,7 @@ def _compiled(records: list[dict], run, stats, tag) -> list[dict]:
 
 
 def add_arguments(parser) -> None:
-    from jit.code.dataset import options
+    from jit.code.commands import common as options
 
     parser.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="the program to run, after --: python SCRIPT.py [ARGS], python -m MODULE [ARGS] or pytest [ARGS]")
@@ -332,8 +332,8 @@ def add_arguments(parser) -> None:
 
 
 def run_command(args, parser=None) -> int:
-    from jit.code.dataset import options
-    from jit.code.dataset.engine import UsageError
+    from jit.code.commands import common as options
+    from jit.code.engine.run import UsageError
 
     prog = "jit-synth trace"
     command = list(args.program)
@@ -471,7 +471,7 @@ class _Recorder:
     def check_rebuild(self, kernel, record: dict, irs: dict) -> None:
         """Does the record's text alone rebuild the kernel with the same code? If not, it is not
         self-contained after all (and is compiled here, while the kernel is alive)."""
-        from jit.code.dataset.records import salted_id
+        from jit.code.records import salted_id
         from jit.code.extraction.source_text import rebuild_difference
 
         device = "cpu" if "cpu" in irs else "cuda"
@@ -503,7 +503,7 @@ class _Recorder:
 
 
 def _reason(exc) -> str:
-    from jit.code.extraction.discover import failure_reason
+    from jit.code.harvest.modules import failure_reason
 
     return failure_reason(exc)
 
@@ -515,9 +515,9 @@ def _options_key(options: dict) -> str:
 def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, key) -> dict:
     """One record (the fields of ``Pair``) for a traced kernel."""
     from jit.code.extraction import warp_backend as wb
-    from jit.code.extraction.discover import functions_code, readable_source
+    from jit.code.harvest.modules import functions_code, readable_source
     from jit.code.extraction.provenance import provenance
-    from jit.code.dataset.records import Pair, content_id, salted_id
+    from jit.code.records import Pair, content_id, salted_id
 
     first = next(iter(irs.values()))
     source, why = readable_source(kernel, first)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 
 from jit.code.extraction import warp_backend as wb
-from jit.code.dataset import engine as bg
+from jit.code.engine import run as bg
 
 MAX_RETRIES = 3
 POLL_SECONDS = 0.5

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from jit.code.dataset.records import FIELDS
+from jit.code.records import FIELDS
 
 WORK = ".jit-synth"
 
@@ -345,7 +345,7 @@ def _tokens_section(tokens: dict | None) -> str:
     if not tokens:
         return ""
     try:
-        from jit.code.dataset.token_stats import card_table
+        from jit.code.analysis.token_stats import card_table
     except ImportError:
         return ""
     return "\n## Lengths in tokens\n\n" + card_table(tokens) + "\n"

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from jit.code.synthesis import realism
+from jit.code.analysis import realism
 from jit.code.synthesis.generator import called_builtins, warp_builtins
 
 
@@ -28,7 +28,7 @@ class StatsError(Exception):
 
 def read_records(folder: Path):
     """The records of a dataset folder's shards (JSONL or Parquet), in shard order."""
-    from jit.code.dataset import writers
+    from jit.code.engine import writers
 
     files = writers.data_files(str(folder)) if folder.is_dir() else []
     if not files:
@@ -113,7 +113,7 @@ def render(summary: dict) -> str:
     if "realism" in summary:
         lines += ["", render_realism(summary["realism"])]
     if summary.get("tokens"):
-        from jit.code.dataset.token_stats import render as render_tokens
+        from jit.code.analysis.token_stats import render as render_tokens
 
         lines += ["", render_tokens(summary["tokens"])]
     return "\n".join(lines)
@@ -135,7 +135,7 @@ def render_realism(figures: dict) -> str:
 
 def summarise_folder(folder: Path) -> dict:
     """``summarise`` of a folder's records, with the realism figures of a sample of them."""
-    from jit.code.dataset.token_stats import TokenStats
+    from jit.code.analysis.token_stats import TokenStats
 
     sampler, tokens = realism.Sampler(), TokenStats()
     summary = summarise(sampler.watch(read_records(folder)), tokens)

@@ -20,8 +20,8 @@ A source is a small picklable object with:
     describe() -> dict    what stats.json records about the source
 
 The synthetic generator (``jit.code.synthesis.batch_generator.GeneratedKernels``), module
-extraction (``jit.code.extraction.discover.ModuleKernels``) and tracing
-(``jit.code.extraction.trace.TracedKernels``) are the sources today.
+extraction (``jit.code.harvest.modules.ModuleKernels``) and tracing
+(``jit.code.harvest.traced.TracedKernels``) are the sources today.
 
 Parts are functions of the run's options only, never of the worker count, and so are their
 records: any number of workers give the same dataset. When a run is finished, its parts'
@@ -40,7 +40,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from jit.code.dataset import dedup, writers
+from jit.code.engine import dedup
+
+from jit.code.engine import writers
 from jit.code.extraction import warp_backend as wb
 
 WORKER_KERNELS = 1000  # a worker process is replaced after about this many slots (bounds Warp's slow growth)
@@ -423,7 +425,7 @@ def build_dataset(run: RunSpec, workers: int, quiet: bool = True, command: str =
         while True:
             todo = [p for p in parts if p.number not in done]
             if executor == "ray":
-                from jit.code.dataset import ray_executor
+                from jit.code.engine import ray_executor
 
                 results = ray_executor.run_parts(run, todo, ray_address, progress.update)
             else:
@@ -446,7 +448,7 @@ def build_dataset(run: RunSpec, workers: int, quiet: bool = True, command: str =
 
 
 def load_exclusions(path: str):
-    from jit.code.dataset import exclude
+    from jit.code.engine import exclude
 
     return exclude.load_exclusions(path)
 
@@ -459,7 +461,7 @@ def write_dataset(run: RunSpec, merge: Merge) -> dict[str, int]:
         writers.write_shards(run.out, merge.records(run.count), n, run.shard_size, run.fmt)
         sizes = {"train": n}
     else:
-        from jit.code.dataset import splits as splitting
+        from jit.code.engine import splits as splitting
 
         seed = getattr(run.source, "seed", 0)
         assigned = splitting.assign_splits(merge.records(run.count), dict(run.splits), seed=seed)
@@ -484,9 +486,9 @@ def finish(run: RunSpec) -> None:
 
 def summarise(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float, resumed: list[int], workers: int,
               splits: dict[str, int]) -> dict:
-    from jit.code.dataset.stats import record_builtins
-    from jit.code.dataset.token_stats import TokenStats
-    from jit.code.synthesis import realism
+    from jit.code.analysis.summary import record_builtins
+    from jit.code.analysis.token_stats import TokenStats
+    from jit.code.analysis import realism
 
     per_category: Counter = Counter()
     per_source: Counter = Counter()

@@ -12,9 +12,9 @@ import os
 import shlex
 import sys
 
-from jit.code.dataset import engine
-from jit.code.dataset.engine import UsageError
-from jit.code.dataset.records import DEVICE_CHOICES
+from jit.code.engine import run as engine
+from jit.code.engine.run import UsageError
+from jit.code.records import DEVICE_CHOICES
 
 
 def positive(name):
@@ -96,7 +96,7 @@ def archs(text: str) -> tuple[int, ...]:
 def splits(text: str | None) -> tuple[tuple[str, float], ...] | None:
     if not text:
         return None
-    from jit.code.dataset.splits import parse_splits
+    from jit.code.engine.splits import parse_splits
 
     try:
         return tuple(parse_splits(text).items())
@@ -109,7 +109,7 @@ def exclusion_path(path: str | None) -> str | None:
         return None
     if not os.path.exists(path):
         raise UsageError(f"--exclude {path}: no such file or folder; give a dataset folder, a JSONL file or a folder of .py files")
-    from jit.code.dataset import exclude
+    from jit.code.engine import exclude
 
     try:
         if next(exclude.sources(path), None) is None:  # fail now, in one line, rather than after the run
@@ -148,7 +148,7 @@ def command_line(prog: str, args) -> str:
 
 def run(prog: str, args, run: engine.RunSpec, before=None) -> int:
     """Prepare the output, call ``before(run)`` (e.g. run a traced program), run the engine, report."""
-    from jit.code.dataset.ray_executor import ClusterError
+    from jit.code.engine.ray_executor import ClusterError
 
     try:
         finished = engine.prepare_output(run, args.resume, args.overwrite, prog)

@@ -38,7 +38,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from jit.code.dataset import dedup, writers
+from jit.code.engine import dedup
+
+from jit.code.engine import writers
 
 THRESHOLD = 0.8  # Jaccard similarity at which two kernels must share a split
 EXAMPLE = "train=0.9,validation=0.05,test=0.05"

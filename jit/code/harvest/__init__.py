@@ -1,0 +1,1 @@
+"""Sources of real code: kernels of importable modules (``modules``) and of running programs (``traced``)."""

@@ -1,0 +1,30 @@
+"""Lay generated Python out the way a formatter lays out real projects (``black``).
+
+Warp's own code is formatted to 120 columns; generated kernels get the same layout, so a
+signature too long for one line is wrapped one parameter per line. What it leaves out: names,
+comments and how literals are spelled (black keeps ``1e-06`` as written: builders spell
+constants as an author would, ``1.0e-6``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+LINE_LENGTH = 120
+
+
+@functools.cache
+def _mode():
+    import black
+
+    return black.Mode(line_length=LINE_LENGTH, target_versions={black.TargetVersion.PY310})
+
+
+def format_source(source: str) -> str:
+    """``source`` formatted by black; unchanged when black cannot parse it (the build reports that)."""
+    import black
+
+    try:
+        return black.format_str(source, mode=_mode())
+    except (black.InvalidInput, ValueError):
+        return source
