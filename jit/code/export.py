@@ -41,16 +41,13 @@ What it leaves out: chat templates and tokenisation for training (the trainer do
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 
 from jit.code.engine import writers
-from jit.code.commands.common import positive
 from jit.code.analysis.token_stats import count_tokens
 
 SYSTEM = "You are an expert in NVIDIA Warp and in the C++, CUDA and PTX code Warp generates from Python kernels."
@@ -350,53 +347,3 @@ def load_exclusions(path: str):
         return exclude.load_exclusions(path)
     except ValueError as exc:
         raise ExportError(f"--exclude {path}: {exc}") from None
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", metavar="DIR", nargs="?", help="dataset folder (with data/{split}-*.jsonl or .parquet)")
-    p.add_argument("--task", choices=sorted(TASKS), help="what the examples teach (see --show-template)")
-    p.add_argument("--output", "-o", metavar="OUT", help="folder for {split}.jsonl and export.json")
-    p.add_argument("--max-tokens", type=positive("--max-tokens"), metavar="N", help="drop examples longer than N tokens")
-    p.add_argument("--tokenizer", metavar="PATH_OR_NAME",
-                   help="count tokens with this tokenizer (tokenizer.json, folder or hub name) instead of the estimate")
-    p.add_argument("--exclude", metavar="PATH",
-                   help="drop records whose Python source nearly duplicates one in PATH (a dataset folder, a JSONL "
-                        "file or a folder of .py files, e.g. an evaluation set); counted in export.json")
-    p.add_argument("--system", metavar="TEXT", help="system turn text (default: the task's; '' leaves the turn out)")
-    p.add_argument("--show-template", action="store_true",
-                   help="print the task's template (every task's without --task) and exit")
-    p.set_defaults(run=run_command)
-
-
-def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
-    try:
-        if args.show_template:
-            tasks = [TASKS[args.task]] if args.task else list(TASKS.values())
-            print("\n".join(template(t, args.system) for t in tasks), end="")
-            return 0
-        for value, flag in ((args.dir, "DIR"), (args.task, "--task"), (args.output, "--output")):
-            if not value:
-                raise ExportError(f"{flag} is required (e.g. jit-synth export out/ds --task py2cuda --output out/sft)")
-        if args.tokenizer and args.max_tokens is None:
-            raise ExportError("--tokenizer only counts tokens for --max-tokens; give --max-tokens N too")
-        counter = load_tokenizer(args.tokenizer) if args.tokenizer else None
-        exclusions = load_exclusions(args.exclude) if args.exclude else None
-        summary = export(args.dir, TASKS[args.task], args.output, max_tokens=args.max_tokens, counter=counter,
-                         system=args.system, exclusions=exclusions)
-    except (ExportError, OSError) as exc:
-        print(f"jit-synth export: error: {exc}", file=sys.stderr)
-        return 2
-    counts = ", ".join(f"{split} {n}" for split, n in summary["examples"].items())
-    dropped = ", ".join(f"{reason} {n}" for reason, n in summary["dropped"].items()) or "none"
-    print(f"wrote {args.output}: {counts} examples ({summary['task']}); dropped: {dropped}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jit import cli
-
-    return cli.run_command("jit-synth export", sys.modules[__name__], argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

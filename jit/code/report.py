@@ -28,17 +28,14 @@ dataset was written) and checking records again (jit-synth validate).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import collections
 import functools
 import html
 import io
-import json
 import math
 import os
 import re
-import sys
 from array import array
 from dataclasses import dataclass, field
 
@@ -671,35 +668,3 @@ def check_input(folder: str) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR",
-                        help="dataset folder (with data/{split}-NNNNN-of-NNNNN.jsonl or .parquet)")
-    parser.add_argument("--output", "-o", metavar="FILE.html", help="where to write the page (default DIR/report.html)")
-    parser.set_defaults(run=run_command)
-
-
-def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
-    output = args.output or os.path.join(args.dir, "report.html")
-    try:
-        check_input(args.dir)
-        if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
-            raise ReportError(f"the folder of --output {output} does not exist; create it or choose another file")
-        page, figures = render(args.dir)
-        writers.write_atomic(output, page)
-    except (ReportError, OSError) as exc:
-        print(f"jit-synth report: error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {output}: {figures} figures, {len(page) / 1e6:.1f} MB")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jit import cli
-
-    return cli.run_command("jit-synth report", sys.modules[__name__], argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

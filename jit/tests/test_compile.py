@@ -14,7 +14,7 @@ from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.compile import SHARED_REASON, compile_batch, kernel_ptx, ptx_entries
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis import pipeline
-from jit.code.checks import compile as validate
+from jit.code.commands import validate
 from jit.code.engine import writers
 from jit.code.synthesis.generator import generate
 

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from jit.code import export
+from jit.code.commands import export as export_command
 from jit.code.engine import writers
 from jit.code.analysis.token_stats import count_tokens
 
@@ -89,7 +90,7 @@ def ds(tmp_path):
 
 def test_py2cuda_examples_carry_the_full_python_and_the_stored_cuda_verbatim(ds, tmp_path, capsys):
     out = tmp_path / "sft"
-    assert export.main([ds, "--task", "py2cuda", "--output", str(out)]) == 0
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(out)]) == 0
     stored = _read_dataset(ds)
     seen = {}
     for split in ("train", "validation"):
@@ -112,7 +113,7 @@ def test_py2cuda_examples_carry_the_full_python_and_the_stored_cuda_verbatim(ds,
 
 def test_cuda2py_reverses_the_pair(ds, tmp_path):
     out = tmp_path / "sft"
-    assert export.main([ds, "--task", "cuda2py", "--output", str(out), "--system", ""]) == 0
+    assert export_command.main([ds, "--task", "cuda2py", "--output", str(out), "--system", ""]) == 0
     stored = _read_dataset(ds)
     examples = _lines(out / "train.jsonl")
     assert len(examples) == 12
@@ -128,7 +129,7 @@ def test_cuda2py_reverses_the_pair(ds, tmp_path):
                                                  ("py2cuda-adjoint", "cuda_functions", "cuda_backward")])
 def test_other_code_tasks(ds, tmp_path, task, helpers, main):
     out = tmp_path / "sft"
-    assert export.main([ds, "--task", task, "--output", str(out)]) == 0
+    assert export_command.main([ds, "--task", task, "--output", str(out)]) == 0
     stored = _read_dataset(ds)
     examples = _lines(out / "train.jsonl") + _lines(out / "validation.jsonl")
     assert {ex["id"] for ex in examples} == {i for i, r in stored.items() if r[main]}
@@ -139,14 +140,14 @@ def test_other_code_tasks(ds, tmp_path, task, helpers, main):
 def test_py2ptx_needs_ptx(tmp_path, capsys):
     ds = _dataset(tmp_path / "ds", _records(6, 3))
     out = tmp_path / "sft"
-    assert export.main([ds, "--task", "py2ptx", "--output", str(out)]) == 2
+    assert export_command.main([ds, "--task", "py2ptx", "--output", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("jit-synth export: error:") and "--emit-ptx" in err
     assert not out.exists() or not os.listdir(out)  # nothing written half-way
 
     with_ptx = _records(3, 4, ptx=True)
     ds = _dataset(tmp_path / "ds2", _records(6, 3) + with_ptx)
-    assert export.main([ds, "--task", "py2ptx", "--output", str(out)]) == 0
+    assert export_command.main([ds, "--task", "py2ptx", "--output", str(out)]) == 0
     examples = _lines(out / "train.jsonl")
     assert [ex["messages"][2]["content"] for ex in examples] == [r["cuda_ptx"] for r in with_ptx]
     assert json.loads((out / "export.json").read_text())["dropped"] == {"missing_cuda_ptx": 6}
@@ -165,7 +166,7 @@ def _tiny_tokenizer(path, texts):
 
 def test_max_tokens_with_a_real_tokenizer_file(ds, tmp_path):
     full = tmp_path / "full"
-    assert export.main([ds, "--task", "py2cuda", "--output", str(full)]) == 0
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(full)]) == 0
     examples = {s: _lines(full / f"{s}.jsonl") for s in ("train", "validation")}
     texts = [m["content"] for exs in examples.values() for ex in exs for m in ex["messages"]]
     tok = _tiny_tokenizer(tmp_path / "tokenizer.json", texts)
@@ -177,7 +178,7 @@ def test_max_tokens_with_a_real_tokenizer_file(ds, tmp_path):
     out = tmp_path / "cut"
     argv = [ds, "--task", "py2cuda", "--output", str(out), "--max-tokens", str(limit),
             "--tokenizer", str(tmp_path / "tokenizer.json")]
-    assert export.main(argv) == 0
+    assert export_command.main(argv) == 0
     summary = json.loads((out / "export.json").read_text())
     assert summary["dropped"]["too_long"] == sum(length[i] > limit for i in length) > 0
     assert summary["examples"] == expected_kept
@@ -187,12 +188,12 @@ def test_max_tokens_with_a_real_tokenizer_file(ds, tmp_path):
 
 def test_max_tokens_without_a_tokenizer_uses_the_estimate(ds, tmp_path):
     full = tmp_path / "full"
-    assert export.main([ds, "--task", "py2cuda", "--output", str(full)]) == 0
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(full)]) == 0
     lengths = [sum(count_tokens(m["content"]) for m in ex["messages"])
                for s in ("train", "validation") for ex in _lines(full / f"{s}.jsonl")]
     limit = sorted(lengths)[len(lengths) // 3]
     out = tmp_path / "cut"
-    assert export.main([ds, "--task", "py2cuda", "--output", str(out), "--max-tokens", str(limit)]) == 0
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(out), "--max-tokens", str(limit)]) == 0
     summary = json.loads((out / "export.json").read_text())
     assert summary["dropped"]["too_long"] == sum(n > limit for n in lengths)
 
@@ -200,7 +201,7 @@ def test_max_tokens_without_a_tokenizer_uses_the_estimate(ds, tmp_path):
 def test_loads_with_datasets(ds, tmp_path):
     datasets = pytest.importorskip("datasets")
     out = tmp_path / "sft"
-    assert export.main([ds, "--task", "py2cuda", "--output", str(out)]) == 0
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(out)]) == 0
     loaded = datasets.load_dataset("json", data_files={s: str(out / f"{s}.jsonl") for s in ("train", "validation")},
                                    cache_dir=str(tmp_path / "cache"))
     assert loaded.num_rows == {"train": 12, "validation": 4}
@@ -208,10 +209,10 @@ def test_loads_with_datasets(ds, tmp_path):
 
 
 def test_show_template_needs_no_dataset(capsys):
-    assert export.main(["--show-template", "--task", "cuda2py"]) == 0
+    assert export_command.main(["--show-template", "--task", "cuda2py"]) == 0
     text = capsys.readouterr().out
     assert "{cuda_functions} + '\\n' + {cuda_forward}" in text and "{python_source}" in text
-    assert export.main(["--show-template"]) == 0
+    assert export_command.main(["--show-template"]) == 0
     assert capsys.readouterr().out.count("--- assistant ---") == len(export.TASKS)
 
 
@@ -227,7 +228,7 @@ def test_bad_input_is_one_line_and_exit_2(ds, tmp_path, capsys, argv, message):
     names = {"ds": ds, "out": str(tmp_path / "sft"), "missing": str(tmp_path / "nowhere")}
     argv = [a.format(**names) for a in argv]
     try:
-        code = export.main(argv)
+        code = export_command.main(argv)
     except SystemExit as exc:  # argparse rejects the value itself
         code = exc.code
     err = capsys.readouterr().err
@@ -239,7 +240,7 @@ def test_a_tokenizer_that_cannot_load_is_one_line(ds, tmp_path, capsys):
     pytest.importorskip("tokenizers")
     bad = tmp_path / "tokenizer.json"
     bad.write_text("{not json")
-    assert export.main([ds, "--task", "py2cuda", "--output", str(tmp_path / "o"), "--max-tokens", "9",
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(tmp_path / "o"), "--max-tokens", "9",
                         "--tokenizer", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot load" in err
@@ -247,9 +248,9 @@ def test_a_tokenizer_that_cannot_load_is_one_line(ds, tmp_path, capsys):
 
 def test_a_split_gone_from_the_dataset_is_removed_from_the_output(tmp_path):
     out = tmp_path / "sft"
-    assert export.main([_dataset(tmp_path / "a", _records(3, 5), _records(2, 6)), "--task", "py2cuda", "--output", str(out)]) == 0
+    assert export_command.main([_dataset(tmp_path / "a", _records(3, 5), _records(2, 6)), "--task", "py2cuda", "--output", str(out)]) == 0
     assert (out / "validation.jsonl").exists()
-    assert export.main([_dataset(tmp_path / "b", _records(3, 5)), "--task", "py2cuda", "--output", str(out)]) == 0
+    assert export_command.main([_dataset(tmp_path / "b", _records(3, 5)), "--task", "py2cuda", "--output", str(out)]) == 0
     assert sorted(os.listdir(out)) == ["export.json", "train.jsonl"]
 
 
@@ -261,10 +262,10 @@ def test_exclude_drops_records_near_an_evaluation_set(tmp_path, capsys):
     (evaluation / "copy.py").write_text(records[2]["python_source"])
     (evaluation / "edited.py").write_text(records[5]["python_source"] + "# edited\nEXTRA = 1\n")
     out = tmp_path / "sft"
-    assert export.main([ds, "--task", "py2cuda", "--output", str(out), "--exclude", str(evaluation)]) == 0
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(out), "--exclude", str(evaluation)]) == 0
     kept = {ex["id"] for ex in _lines(out / "train.jsonl")}
     assert kept == {r["id"] for r in records} - {records[2]["id"], records[5]["id"]}
     assert json.loads((out / "export.json").read_text())["dropped"] == {"excluded": 2}
 
-    assert export.main([ds, "--task", "py2cuda", "--output", str(out), "--exclude", str(tmp_path / "none")]) == 2
+    assert export_command.main([ds, "--task", "py2cuda", "--output", str(out), "--exclude", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.count("\n") == 1

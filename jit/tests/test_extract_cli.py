@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from jit.code.commands import extract
 from jit.code.harvest import modules as discover
 from jit.code.records import FIELDS, content_id
 
@@ -69,7 +70,7 @@ def read_dataset(folder) -> list[dict]:
 
 
 def run_extract(argv, capsys) -> tuple[int, str, str]:
-    code = discover.main([*argv, "--workers", "1"] if "--workers" not in argv else argv)
+    code = extract.main([*argv, "--workers", "1"] if "--workers" not in argv else argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -159,7 +160,7 @@ def test_several_targets_compiled_deduplicated_and_the_same_for_any_worker_count
                                   "--shard-size", "2", "--resume"], capsys)
     assert code == 0 and "complete already" in out
     assert read_dataset(tmp_path / "ds1") == outputs[0]
-    from jit.code.checks import compile as validate
+    from jit.code.commands import validate
 
     problems, bad, n = validate.check_dataset(str(tmp_path / "ds1"))
     assert not problems and n == 5
@@ -173,7 +174,7 @@ def test_package_target_through_the_console_script(tmp_path):
     (package / "inner" / "ops.py").write_text(OTHER)
     output = tmp_path / "ds"
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    result = subprocess.run([sys.executable, "-m", "jit.code.harvest.modules", "mypkg", "--device", "cpu",
+    result = subprocess.run([sys.executable, "-m", "jit.cli", "extract", "mypkg", "--device", "cpu",
                              "--output", str(output), "--validate", "none", "--workers", "1"],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -211,7 +212,7 @@ def test_jit_synth_cli_wires_extract(tmp_path, capsys):
 
     parser = cli.build_parser()
     args = parser.parse_args(["extract", str(tmp_path / "x.py"), "--output", str(tmp_path / "o")])
-    assert args.run is discover.run
+    assert args.run is extract.run
     (tmp_path / "x.py").write_text(OTHER)
     assert cli.main(["extract", str(tmp_path / "x.py"), "--output", str(tmp_path / "o"), "--validate", "none",
                      "--workers", "1", "-q"]) == 0
@@ -229,7 +230,7 @@ def test_overload_kept_in_a_variable_is_one_record(tmp_path, capsys):
 
 def test_help_is_the_module_docstring(capsys):
     with pytest.raises(SystemExit) as done:
-        discover.main(["--help"])
+        extract.main(["--help"])
     assert done.value.code == 0
     help_text = capsys.readouterr().out
     assert "Each TARGET is a path to a .py file" in help_text and "--device" in help_text and "--splits" in help_text

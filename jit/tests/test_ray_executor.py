@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from jit.code.commands import generate
 from jit.code.synthesis import pipeline
 from jit.code.engine import writers
 from test_pipeline import shard_bytes
@@ -164,8 +165,8 @@ def test_failing_part_is_retried_then_reported_with_its_range(local_ray, tmp_pat
 
 
 def _identity(out) -> dict:
-    from jit.cli import OneLineParser
+    from jit.code.commands.common import OneLineParser
 
     parser = OneLineParser()
-    pipeline.add_arguments(parser)
-    return pipeline.make_spec(parser.parse_args(argv(out))).identity()
+    generate.add_arguments(parser)
+    return generate.make_spec(parser.parse_args(argv(out))).identity()

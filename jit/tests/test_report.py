@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 import pytest
 
 from jit.code import report
+from jit.code.commands import report as report_command
 from jit.code.engine import writers
 from jit.code.analysis.token_stats import count_tokens
 
@@ -86,7 +87,7 @@ def page(dataset):
     pytest.importorskip("matplotlib")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(report, "real_code_figures", lambda: REAL)  # the real code column takes seconds to measure
-        assert report.main([str(dataset)]) == 0
+        assert report_command.main([str(dataset)]) == 0
     text = (dataset / "report.html").read_text(encoding="utf-8")
     parsed = Page()
     parsed.feed(text)
@@ -137,7 +138,7 @@ def test_page_is_self_contained_and_shows_records_escaped(page):
 def test_missing_matplotlib_exits_2(dataset, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     out = tmp_path / "r.html"
-    assert report.main([str(dataset), "--output", str(out)]) == 2
+    assert report_command.main([str(dataset), "--output", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'warp-jit-synth[report]'" in err
     assert not out.exists()
@@ -146,7 +147,7 @@ def test_missing_matplotlib_exits_2(dataset, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("make", [lambda p: p / "missing", lambda p: p])
 def test_bad_dir_exits_2(tmp_path, capsys, make):
     pytest.importorskip("matplotlib")
-    assert report.main([str(make(tmp_path))]) == 2
+    assert report_command.main([str(make(tmp_path))]) == 2
     err = capsys.readouterr().err
     assert err.startswith("jit-synth report: error: ") and err.count("\n") == 1
     assert not (tmp_path / "report.html").exists()

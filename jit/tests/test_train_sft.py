@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jit.code import export
+from jit.code.commands import export as export_command
 from jit.code.engine import writers
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def test_two_sft_steps_on_exported_examples(tmp_path):
     records = [_record(i) for i in range(12)]
     writers.write_shards(str(tmp_path / "ds"), records, len(records), 100, "jsonl")
     sft = tmp_path / "sft"
-    assert export.main([str(tmp_path / "ds"), "--task", "py2cuda", "--output", str(sft), "--max-tokens", "4096"]) == 0
+    assert export_command.main([str(tmp_path / "ds"), "--task", "py2cuda", "--output", str(sft), "--max-tokens", "4096"]) == 0
     assert json.loads((sft / "export.json").read_text())["examples"] == {"train": 12}
 
     result = train_sft.train(str(sft), None, str(tmp_path / "model"), max_steps=2, max_length=256, batch_size=2)

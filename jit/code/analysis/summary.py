@@ -12,10 +12,7 @@ with one line when DIR holds no records.
 
 from __future__ import annotations
 
-import argparse
 import collections
-import json
-import sys
 from pathlib import Path
 
 from jit.code.analysis import realism
@@ -142,29 +139,3 @@ def summarise_folder(folder: Path) -> dict:
     summary["realism"] = sampler.figures()
     summary["tokens"] = tokens.figures()
     return summary
-
-
-def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
-    try:
-        summary = summarise_folder(Path(args.dir))
-    except (StatsError, OSError) as exc:
-        print(f"jit-synth stats: error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(summary, indent=2) if args.json else render(summary))
-    return 0
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="dataset folder (with data/*.jsonl)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.set_defaults(run=run)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jit import cli
-
-    return cli.run_command("jit-synth stats", sys.modules[__name__], argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,10 @@
-"""The command-line options every dataset-writing command shares (generate, extract, trace).
+"""What the commands share: one-line usage errors, running a command alone, and the options of
+every dataset-writing command (generate, extract, trace).
 
-``add_arguments(parser, ...)`` adds them; ``run_spec(args, source)`` checks them and makes the
-engine's ``RunSpec``; ``run(prog, args, source)`` prepares the output folder, runs the engine
-and prints the summary line. Each command adds its own options (what its source needs).
+``add_arguments(parser, ...)`` adds the dataset options; ``run_spec(args, source)`` checks them
+and makes the engine's ``RunSpec``; ``run(prog, args, spec)`` prepares the output folder, runs
+the engine and prints the summary line. Each command adds its own options (what its source
+needs). ``main_of(module, prog, argv)`` runs one command module by itself (its ``main``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,41 @@ import shlex
 import sys
 
 from jit.code.engine import run as engine
-from jit.code.engine.run import UsageError
 from jit.code.records import DEVICE_CHOICES
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line with exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (no usage dump) and exits 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def command_parser(parser: argparse.ArgumentParser, module) -> argparse.ArgumentParser:
+    """``parser`` set up for a command module: its docstring as description, its arguments, its run."""
+    parser.description = module.__doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    module.add_arguments(parser)
+    parser.set_defaults(run=module.run, prog=parser.prog)
+    return parser
+
+
+def main_of(module, prog: str, argv: list[str] | None = None) -> int:
+    """Run one command module on ``argv`` by itself (what ``jit-synth COMMAND`` runs)."""
+    parser = command_parser(OneLineParser(prog=prog), module)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    args.argv = argv
+    return args.run(args, parser)
+
+
+def error(prog: str, message) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
 
 
 def positive(name):
@@ -152,9 +187,8 @@ def run(prog: str, args, run: engine.RunSpec, before=None) -> int:
 
     try:
         finished = engine.prepare_output(run, args.resume, args.overwrite, prog)
-    except UsageError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+    except engine.OutputError as exc:
+        return error(prog, exc)
     if finished:
         if not args.quiet:
             print(f"{run.out} is complete already: nothing to do")

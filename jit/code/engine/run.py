@@ -50,8 +50,8 @@ PARTS_WANTED = 32  # enough parts to keep a machine's workers busy, whatever the
 MIN_PART = 64
 
 
-class UsageError(Exception):
-    """Bad command-line input: reported in one line with exit code 2."""
+class OutputError(Exception):
+    """The output folder cannot take this run (not empty, not writable, made with other options)."""
 
 
 @dataclass(slots=True)
@@ -333,18 +333,18 @@ def prepare_output(run: RunSpec, resume: bool, overwrite: bool, command: str = "
     """
     out = run.out
     if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--output {out} is a file; give a folder")
+        raise OutputError(f"--output {out} is a file; give a folder")
     existing = os.path.isdir(out) and bool(os.listdir(out))
     run_file = os.path.join(out, writers.WORK, "run.json")
     if existing and not (resume or overwrite):
-        raise UsageError(f"--output {out} is not empty; add --resume to continue it or --overwrite to replace it")
+        raise OutputError(f"--output {out} is not empty; add --resume to continue it or --overwrite to replace it")
     if resume and existing:
         if not os.path.exists(run_file):
-            raise UsageError(f"--resume: {out} was not made by {command} (no {writers.WORK}/run.json)")
+            raise OutputError(f"--resume: {out} was not made by {command} (no {writers.WORK}/run.json)")
         with open(run_file, encoding="utf-8") as f:
             previous = json.load(f)
         if previous.get("identity") != run.identity():
-            raise UsageError(f"--resume: {out} was made with other options ({_diff(previous.get('identity', {}), run.identity())}); "
+            raise OutputError(f"--resume: {out} was made with other options ({_diff(previous.get('identity', {}), run.identity())}); "
                              "repeat the original command or use --overwrite")
         if previous.get("finished") and os.path.exists(os.path.join(out, "stats.json")):
             return True
@@ -352,19 +352,19 @@ def prepare_output(run: RunSpec, resume: bool, overwrite: bool, command: str = "
     while not os.path.exists(ancestor):
         ancestor = os.path.dirname(ancestor)
     if not os.path.isdir(ancestor):
-        raise UsageError(f"--output {out} is not writable: {ancestor} is a file; give a folder")
+        raise OutputError(f"--output {out} is not writable: {ancestor} is a file; give a folder")
     if not os.access(ancestor, os.W_OK):
-        raise UsageError(f"--output {out} is not writable (no write permission on {ancestor})")
+        raise OutputError(f"--output {out} is not writable (no write permission on {ancestor})")
     if overwrite and existing:
         if not resume and not (os.path.exists(run_file) or writers.data_files(out)):
-            raise UsageError(f"--overwrite: {out} does not look like a jit-synth dataset; refusing to delete it")
+            raise OutputError(f"--overwrite: {out} does not look like a jit-synth dataset; refusing to delete it")
         import shutil
 
         shutil.rmtree(out)
     try:
         os.makedirs(os.path.join(out, writers.WORK), exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"--output {out} is not writable: {exc.strerror}") from None
+        raise OutputError(f"--output {out} is not writable: {exc.strerror}") from None
     writers.write_json(run_file, {"identity": run.identity()})
     return False
 

@@ -25,15 +25,11 @@ examples:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import math
 import os
 import re
-import shlex
 import shutil
-import sys
 from collections.abc import Iterable
 
 import numpy as np
@@ -306,18 +302,6 @@ def _read_stats(path: str) -> dict:
         raise SplitError(f"{exc}; delete it or regenerate the dataset") from None
 
 
-def _card_commands(folder: str) -> list[str]:
-    """The commands the dataset card says made the dataset, but an earlier split's."""
-    try:
-        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
-            card = f.read()
-    except OSError:
-        return []
-    found = re.search(r"Made by `jit-synth` with:\n\n((?:    \S.*\n)+)", card)
-    lines = [line.strip() for line in found.group(1).splitlines()] if found else []
-    return [line for line in lines if not line.startswith("jit-synth split ")]
-
-
 def _swap(new: str, old: str) -> None:
     """Put folder ``new`` in the place of folder ``old``; a crash between the renames leaves the
     old shards whole in ``old``'s sibling ``.jit-synth/data-old-PID``."""
@@ -331,35 +315,13 @@ def _swap(new: str, old: str) -> None:
 # command line
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="dataset folder (with data/*.jsonl or data/*.parquet)")
-    parser.add_argument("--splits", required=True, metavar="NAME=FRACTION,...",
-                        help=f"split names and fractions summing to 1, e.g. {EXAMPLE}")
-    parser.add_argument("--seed", type=int, default=0, help="shuffles which groups go to which split (default 0)")
-    parser.set_defaults(run=run_command)
-
-
-def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+def _card_commands(folder: str) -> list[str]:
+    """The commands the dataset card says made the dataset, but an earlier split's."""
     try:
-        fractions = parse_splits(args.splits)
-        if not os.path.isdir(args.dir):
-            raise SplitError(f"{args.dir} is not a folder; give a dataset folder made by jit-synth")
-        command = "jit-synth split " + " ".join(shlex.quote(a) for a in (getattr(args, "argv", None) or
-                                                                        [args.dir, "--splits", args.splits]))
-        sizes = split_dataset(args.dir, fractions, args.seed, command)
-    except (ValueError, SplitError, OSError) as exc:
-        print(f"jit-synth split: error: {exc}", file=sys.stderr)
-        return 2
-    total = sum(sizes.values())
-    print(f"split {total} records in {args.dir}: " + ", ".join(f"{name} {n}" for name, n in sizes.items()))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jit import cli
-
-    return cli.run_command("jit-synth split", sys.modules[__name__], argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            card = f.read()
+    except OSError:
+        return []
+    found = re.search(r"Made by `jit-synth` with:\n\n((?:    \S.*\n)+)", card)
+    lines = [line.strip() for line in found.group(1).splitlines()] if found else []
+    return [line for line in lines if not line.startswith("jit-synth split ")]

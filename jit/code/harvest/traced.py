@@ -1,19 +1,5 @@
-"""Kernels a running program builds: run it unchanged and record each one into a dataset.
+"""Kernels a running program builds, as a source of the dataset engine.
 
-    jit-synth trace --output DIR -- python SCRIPT.py [ARGS]
-    jit-synth trace --output DIR -- python -m MODULE [ARGS]
-    jit-synth trace --output DIR --device cpu -- pytest -q tests/test_sim.py
-
-The program runs as it is, in the current folder, with its output shown; every kernel Warp
-builds meanwhile (module-level kernels, factory closures, generic kernels as launched, with the
-options the program built them with) is extracted for --device and written to the dataset
-folder DIR as `jit-synth generate` writes it (data/, stats.json, card; --validate compile
-rebuilds each record from its own python_source and compiles it; records whose text cannot
-rebuild them are kept with --validate none only). The program's exit status and the count of
-kernels are printed; a program that fails or crashes still yields the kernels it built. Nothing
-is written outside DIR except what the program itself writes.
-
-How it works: 
 ``run_traced(["python", "sim.py", ...], devices, workdir)`` runs the program as a child of
 this interpreter (``python SCRIPT``, ``python -m MODULE`` or ``pytest ...``), in the caller's
 working directory, with its output passed through to the terminal. A ``sitecustomize`` in a
@@ -36,7 +22,6 @@ outside ``workdir`` except what the program itself writes (Warp's kernel cache i
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
@@ -322,58 +307,6 @@ def _compiled(records: list[dict], run, stats, tag) -> list[dict]:
     return kept
 
 
-def add_arguments(parser) -> None:
-    from jit.code.commands import common as options
-
-    parser.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                        help="the program to run, after --: python SCRIPT.py [ARGS], python -m MODULE [ARGS] or pytest [ARGS]")
-    options.add_arguments(parser, output_default=None, near_dup_default=0.0)
-    parser.set_defaults(run=run_command)
-
-
-def run_command(args, parser=None) -> int:
-    from jit.code.commands import common as options
-    from jit.code.engine.run import UsageError
-
-    prog = "jit-synth trace"
-    command = list(args.program)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    try:
-        if not command:
-            raise UsageError("nothing to run: add the program after --, e.g. jit-synth trace --output DIR -- python sim.py")
-        try:
-            child_command(command)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        out = os.path.abspath(args.output)
-        source = TracedKernels(tuple(command), os.path.join(out, ".jit-synth", "trace"))
-        spec = options.run_spec(args, source)
-    except UsageError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-
-    def record(run) -> int:
-        result = source.record(run)
-        if result is not None and not args.quiet:
-            print(f"[jit-synth trace] the program exited with status {result.exit_status}; "
-                  f"{result.captured} kernels recorded", file=sys.stderr)
-        return 0
-
-    status = options.run(prog, args, spec, before=record)
-    program = source.program()
-    if status == 0 and not args.quiet:
-        print(f"program exit status: {program.get('exit_status')}; kernels built and recorded: {program.get('kernels')}"
-              + (f"; not recorded: {program.get('failed')}" if program.get("failed") else ""))
-    return status
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jit import cli
-
-    return cli.run_command("jit-synth trace", sys.modules[__name__], argv)
-
-
 # ---------------------------------------------------------------------------------------------
 # the child: the hook
 
@@ -556,6 +489,3 @@ def _module_name(func) -> str:
     spec = func.__globals__.get("__spec__") if func.__module__ == "__main__" else None
     return spec.name if spec is not None else func.__module__
 
-
-if __name__ == "__main__":
-    sys.exit(main())
