@@ -1,4 +1,5 @@
-"""The one record type of a dataset (``Pair``), source normalisation and content ids.
+"""The one record type of a dataset (``Pair``), its one builder from extracted code, source
+normalisation and content ids.
 
 A record's id is a hash of its normalised Python source: comments, formatting and the names
 the source defines (kernel, helpers, structs) do not change it, so two kernels that differ
@@ -12,6 +13,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+DEFAULT_CUDA_ARCH = 90  # NVRTC's target when a run names none
 CODE_FIELDS = ("cpu_forward", "cpu_backward", "cuda_forward", "cuda_backward", "cpu_functions", "cuda_functions")
 DEVICE_CHOICES = {"cpu": ("cpu",), "cuda": ("cuda",), "both": ("cpu", "cuda")}  # --device -> devices with code
 FIELDS = ("id", "kernel_name", "category", "python_source", *CODE_FIELDS, "validation", "metadata")
@@ -41,6 +43,38 @@ class Pair:
         if d["cuda_ptx"] is None:
             del d["cuda_ptx"]
         return d
+
+
+def functions_code(ir) -> str:
+    """Generated structs, helper forwards and helper adjoints, in the order Warp emits them."""
+    parts = [text for _, text in ir.structs]
+    parts += [f.forward for f in ir.functions]
+    parts += [f.adjoint for f in ir.functions if f.adjoint]
+    return "\n".join(p.strip("\n") for p in parts if p.strip()) + ("\n" if parts else "")
+
+
+def code_fields(irs: dict) -> dict[str, str | None]:
+    """A record's code fields from per-device extracted code (``KernelIR``); None for a device
+    without code. The CPU forward is preceded by its ``wp_args_<kernel>`` struct."""
+    out: dict[str, str | None] = {}
+    for device in ("cpu", "cuda"):
+        ir = irs.get(device)
+        forward = None if ir is None else ir.forward
+        if ir is not None and ir.args_struct:
+            forward = ir.args_struct.strip("\n") + "\n" + ir.forward
+        out[f"{device}_forward"] = forward
+        out[f"{device}_backward"] = None if ir is None else ir.backward
+        out[f"{device}_functions"] = None if ir is None else functions_code(ir)
+    return out
+
+
+def build_record(irs: dict, kernel_name: str, category: str, python_source: str, metadata: dict,
+                 record_id: str | None = None) -> Pair:
+    """THE builder of a record from extracted code, whatever the source: the same kernel gives the
+    same code fields through generate, extract and trace."""
+    return Pair(id=record_id or content_id(python_source), kernel_name=kernel_name, category=category,
+                python_source=python_source, **code_fields(irs), validation={d: "generated" for d in irs},
+                metadata=metadata)
 
 
 class _Renamer(ast.NodeTransformer):

@@ -165,7 +165,7 @@ def _code_side(record: dict) -> tuple[str, str]:
 
 
 def _called_builtins(python: str) -> list[str]:
-    from jit.code.synthesis.generator import called_builtins
+    from jit.code.analysis.builtins import called_builtins
 
     return sorted(called_builtins(python))
 

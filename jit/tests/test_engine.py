@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jit.code.engine import run as engine
 
 from jit.code.engine import writers
+from jit.code.engine.source import Source
 from jit.code.records import Pair, content_id
 from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
 
@@ -37,11 +38,11 @@ def kernel_text(i: int) -> str:
 
 
 @dataclass(frozen=True)
-class ToySource:
+class ToySource(Source):
+    """The example source: one file, no Warp (see jit/code/engine/source.py)."""
+
     items: int
     name = "toy"
-    growable = False
-    fresh_process = False
 
     def identity(self) -> dict:
         return {"toy_items": self.items}
@@ -51,9 +52,6 @@ class ToySource:
 
     def part_size(self, run) -> int:
         return 8
-
-    def warm(self, run) -> None:
-        pass
 
     def describe(self) -> dict:
         return {"toy_items": self.items}

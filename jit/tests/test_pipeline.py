@@ -15,6 +15,7 @@ import pytest
 
 from jit.code.synthesis import pipeline
 from jit.code.analysis import summary as stats
+from jit.code.commands import stats as stats_command
 from jit.code.engine import writers
 from jit.code.records import FIELDS, content_id
 
@@ -87,7 +88,7 @@ def test_parquet_matches_jsonl(tmp_path):
     assert [os.path.basename(p) for p in writers.data_files(str(pq))][0].endswith(".parquet")
     assert records(js) == records(pq)
     assert 'path: "data/train-*.parquet"' in (pq / "README.md").read_text()
-    assert stats.summarise(stats.read_records(pq)) == stats.summarise(stats.read_records(js))
+    assert stats.summarise(stats_command.read_records(pq)) == stats.summarise(stats_command.read_records(js))
 
 
 def _cmd(out, count=60, *extra):

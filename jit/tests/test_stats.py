@@ -8,6 +8,7 @@ import pytest
 
 from jit.cli import main as cli_main
 from jit.code.analysis import summary as stats
+from jit.code.commands import stats as stats_command
 from jit.code.synthesis.generator import generate, warp_builtins
 
 
@@ -24,7 +25,7 @@ def _write(folder, specs, shards=2):
 def test_summary_counts_categories_builtins_and_sizes(tmp_path):
     specs = [generate(4, i, categories=["math", "vector"]) for i in range(12)]
     _write(tmp_path, specs)
-    summary = stats.summarise(stats.read_records(tmp_path))
+    summary = stats.summarise(stats_command.read_records(tmp_path))
     assert summary["records"] == 12
     assert sum(summary["categories"].values()) == 12
     assert set(summary["categories"]) <= {"math", "vector"}

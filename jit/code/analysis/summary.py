@@ -13,28 +13,13 @@ with one line when DIR holds no records.
 from __future__ import annotations
 
 import collections
-from pathlib import Path
 
 from jit.code.analysis import realism
-from jit.code.synthesis.generator import called_builtins, warp_builtins
+from jit.code.analysis.builtins import called_builtins, warp_builtins
 
 
 class StatsError(Exception):
     """A folder that cannot be summarised, with the reason."""
-
-
-def read_records(folder: Path):
-    """The records of a dataset folder's shards (JSONL or Parquet), in shard order."""
-    from jit.code.engine import writers
-
-    files = writers.data_files(str(folder)) if folder.is_dir() else []
-    if not files:
-        raise StatsError(f"no records: no shards {folder}/data/<split>-*.jsonl or .parquet")
-    for path in files:
-        for number, record, error in writers.read_records(path):
-            if error:
-                raise StatsError(f"{path}:{number}: {error}")
-            yield record
 
 
 def record_builtins(record: dict) -> list[str]:
@@ -130,12 +115,3 @@ def render_realism(figures: dict) -> str:
     return "\n".join(lines)
 
 
-def summarise_folder(folder: Path) -> dict:
-    """``summarise`` of a folder's records, with the realism figures of a sample of them."""
-    from jit.code.analysis.token_stats import TokenStats
-
-    sampler, tokens = realism.Sampler(), TokenStats()
-    summary = summarise(sampler.watch(read_records(folder)), tokens)
-    summary["realism"] = sampler.figures()
-    summary["tokens"] = tokens.figures()
-    return summary

@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 from jit.code.analysis import summary
-from jit.code.analysis.summary import StatsError, render, summarise_folder
+from jit.code.analysis import realism
+from jit.code.analysis.summary import StatsError, render, summarise
+from jit.code.analysis.token_stats import TokenStats
+from jit.code.engine import writers
 from jit.code.commands import common as options
 
 __doc__ = summary.__doc__  # noqa: A001  the help text lives beside the code it describes
@@ -30,3 +33,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     return options.main_of(sys.modules[__name__], "jit-synth stats", argv)
+
+
+def read_records(folder: Path):
+    """The records of a dataset folder's shards (JSONL or Parquet), in shard order."""
+    files = writers.data_files(str(folder)) if folder.is_dir() else []
+    if not files:
+        raise StatsError(f"no records: no shards {folder}/data/<split>-*.jsonl or .parquet")
+    for path in files:
+        for number, record, error in writers.read_records(path):
+            if error:
+                raise StatsError(f"{path}:{number}: {error}")
+            yield record
+
+
+def summarise_folder(folder: Path) -> dict:
+    """``summarise`` of a folder's records, with the realism figures of a sample of them."""
+    sampler, tokens = realism.Sampler(), TokenStats()
+    summary = summarise(sampler.watch(read_records(folder)), tokens)
+    summary["realism"] = sampler.figures()
+    summary["tokens"] = tokens.figures()
+    return summary

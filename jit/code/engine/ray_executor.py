@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from jit.code.extraction import warp_backend as wb
-from jit.code.engine import run as bg
+from jit.code.engine import plan as bg
 
 MAX_RETRIES = 3
 POLL_SECONDS = 0.5
@@ -139,7 +138,7 @@ def run_parts(spec: bg.RunSpec, parts: list[bg.Part], address: str | None, on_pr
     finally:
         if connected:
             ray.shutdown()
-            wb.sweep_pch_folders()  # local workers end without cleaning up; remote nodes sweep on their next run
+            spec.source.cleanup()  # local workers end without cleaning up; remote nodes sweep on their next run
         elif tally is not None:
             ray.kill(tally)  # the driver stays connected (a notebook, a test): free the actor's process
 

@@ -294,12 +294,10 @@ def _near_duplicates_note(near: dict | None) -> str:
             f"{near['across_parts']} when merging (see `stats.json`).\n")
 
 
-def _sources_table(per_source: dict, count: int) -> str:
-    from jit.code.synthesis.categories import SOURCES
-
-    rows = [f"| {name} | {share:.0%} | {per_source.get(name, 0)} | {per_source.get(name, 0) / max(count, 1):.0%} |"
-            for name, (share, _) in SOURCES.items()]
-    rows += [f"| {name} | - | {n} | {n / max(count, 1):.0%} |" for name, n in sorted(per_source.items()) if name not in SOURCES]
+def _sources_table(mix: dict, per_source: dict, count: int) -> str:
+    rows = [f"| {name} | {m['share']:.0%} | {per_source.get(name, 0)} | {per_source.get(name, 0) / max(count, 1):.0%} |"
+            for name, m in mix.items()]
+    rows += [f"| {name} | - | {n} | {n / max(count, 1):.0%} |" for name, n in sorted(per_source.items()) if name not in mix]
     return "\n".join(rows)
 
 
@@ -309,28 +307,25 @@ def _realism_table(figures: dict) -> str:
 
 
 def _sources_section(stats: dict) -> str:
-    if stats.get("source", "generate") == "generate":
+    """Real code (records with provenance) gets its licences; generated code its source mix."""
+    if "provenance" not in stats:
         return ("## Sources\n\nEvery kernel comes from one source; the default mix draws a source by its share, then one "
                 "of\nits categories (`jit-synth generate --list-categories`).\n\n"
                 "| source | share of the default mix | records | share here |\n|---|---|---|---|\n"
-                + _sources_table(stats.get("per_source", {}), stats.get("count", 0)) + "\n")
-    how = {"extract": "found by importing modules (`jit-synth extract`)",
-           "trace": "built by a running program (`jit-synth trace`)"}.get(stats["source"], stats["source"])
+                + _sources_table(stats.get("mix") or {}, stats.get("per_source", {}), stats.get("count", 0)) + "\n")
     rows = "\n".join(f"| {p['distribution']} | {p['license']} | {p['records']} |" for p in stats.get("provenance", []))
     contained = stats.get("self_contained") or {}
-    return (f"## Sources and licences\n\nReal Warp code, {how}. Each record's `metadata` names its distribution, "
-            f"version, licence, module, file and line.\nThe code keeps the licence of the code it comes from:\n\n"
-            f"| distribution | licence | records |\n|---|---|---|\n{rows}\n\n"
+    return (f"## Sources and licences\n\nReal Warp code, {stats.get('origin') or stats.get('source')}. Each record's "
+            f"`metadata` names its distribution, version, licence, module, file and line.\nThe code keeps the licence "
+            f"of the code it comes from:\n\n| distribution | licence | records |\n|---|---|---|\n{rows}\n\n"
             f"{contained.get('records', 0)} of {stats.get('count', 0)} records ({contained.get('share', 0):.1%}) have a "
             "`python_source` that rebuilds the kernel on its own (`metadata.self_contained`; "
             "`metadata.self_contained_reason` says why not for the others).\n")
 
 
 def _card_license(stats: dict) -> str:
-    if stats.get("source", "generate") == "generate":
-        return "apache-2.0"
     licences = {p["license"] for p in stats.get("provenance", [])}
-    return "apache-2.0" if licences == {"Apache-2.0"} else "other"
+    return "apache-2.0" if licences <= {"Apache-2.0"} else "other"
 
 
 def _splits_note(splits: dict | None) -> str:

@@ -30,7 +30,7 @@ from warp._src import codegen as _codegen
 from warp._src import context as _context
 from warp._src import types as _types
 
-DEFAULT_CUDA_ARCH = 90
+from jit.code.records import DEFAULT_CUDA_ARCH  # noqa: E402,F401  (one definition, beside the record)
 
 _init_lock = threading.Lock()
 _initialised = False

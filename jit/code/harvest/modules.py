@@ -23,7 +23,8 @@ from types import ModuleType
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
-from jit.code.records import Pair, content_id, salted_id
+from jit.code.engine import source as engine_source
+from jit.code.records import Pair, build_record, salted_id
 
 
 class NoOverloads(ExtractionError):
@@ -240,14 +241,7 @@ def make_pair(kernel, irs: dict[str, KernelIR], source: Source, config_changes: 
 
     first = next(iter(irs.values()))
     python_source, why = readable_source(kernel, first)
-    pair = Pair(id=content_id(python_source), kernel_name=first.kernel_name, category="extracted",
-                python_source=python_source)
-    for device, ir in irs.items():
-        forward = ir.forward if not ir.args_struct else ir.args_struct.strip("\n") + "\n" + ir.forward
-        setattr(pair, f"{device}_forward", forward)
-        setattr(pair, f"{device}_backward", ir.backward)
-        setattr(pair, f"{device}_functions", functions_code(ir))
-    pair.validation = {d: "generated" for d in irs}
+    pair = build_record(irs, first.kernel_name, "extracted", python_source, {})
     func = wb.python_function(kernel)
     module = source.name if source.path is None else source.path.stem
     filename = str(source.path) if source.path is not None else func.__code__.co_filename
@@ -289,14 +283,6 @@ def readable_source(kernel, ir: KernelIR) -> tuple[str, str | None]:
         return "\n\n".join(["import warp as wp", *helpers, ir.python_source.strip("\n")]) + "\n", why
 
 
-def functions_code(ir: KernelIR) -> str:
-    """Generated structs, helper forwards and helper adjoints, in the order Warp emits them."""
-    parts = [text for _, text in ir.structs]
-    parts += [f.forward for f in ir.functions]
-    parts += [f.adjoint for f in ir.functions if f.adjoint]
-    return "\n".join(p.strip("\n") for p in parts if p.strip()) + ("\n" if parts else "")
-
-
 def failure_reason(error: ExtractionError) -> str:
     """A short, countable reason: the failure kind without the kernel-specific message."""
     reason = error.reason
@@ -317,7 +303,7 @@ MODULES_PER_PART = 4
 
 
 @dataclass(frozen=True, slots=True)
-class ModuleKernels:
+class ModuleKernels(engine_source.Source):
     """Module extraction as a source of the dataset engine: item ``i`` is the ``i``-th module."""
 
     targets: tuple[str, ...]
@@ -349,7 +335,11 @@ class ModuleKernels:
         wb.silence_performance_notes()
 
     def describe(self) -> dict:
-        return {"targets": list(self.targets), "modules": len(self.modules)}
+        return {"warp_version": wb.warp_version(), "origin": "found by importing modules (`jit-synth extract`)",
+                "targets": list(self.targets), "modules": len(self.modules)}
+
+    def cleanup(self) -> None:
+        wb.sweep_pch_folders()
 
     def run_part(self, run, part, progress=None):
         return run_part(self, run, part, progress)

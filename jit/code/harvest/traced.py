@@ -32,6 +32,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jit.code.engine.source import Source  # light: the child's hook imports this module
+
 ENV_DIR = "JIT_SYNTH_TRACE_DIR"  # where the child writes; its presence turns the hook on
 ENV_DEVICES = "JIT_SYNTH_TRACE_DEVICES"
 ENV_BACKWARD = "JIT_SYNTH_TRACE_BACKWARD"
@@ -175,7 +177,7 @@ RECORDS_PER_PART = 64
 
 
 @dataclass(frozen=True, slots=True)
-class TracedKernels:
+class TracedKernels(Source):
     """A traced program run as a source of the dataset engine: item ``i`` is the ``i``-th kernel it built.
 
     ``record(run)`` runs the program once and writes its kernels to ``workdir/kernels.jsonl``
@@ -235,8 +237,16 @@ class TracedKernels:
 
     def describe(self) -> dict:
         program = self.program()
-        return {"command": list(self.command), "program_exit_status": program.get("exit_status"),
+        from jit.code.extraction import warp_backend as wb
+
+        return {"warp_version": wb.warp_version(), "origin": "built by a running program (`jit-synth trace`)",
+                "command": list(self.command), "program_exit_status": program.get("exit_status"),
                 "kernels_built": program.get("kernels"), "trace_failures": program.get("failed", {})}
+
+    def cleanup(self) -> None:
+        from jit.code.extraction import warp_backend as wb
+
+        wb.sweep_pch_folders()
 
     def run_part(self, run, part, progress=None):
         return run_part(self, run, part, progress)
@@ -448,18 +458,13 @@ def _options_key(options: dict) -> str:
 def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, key) -> dict:
     """One record (the fields of ``Pair``) for a traced kernel."""
     from jit.code.extraction import warp_backend as wb
-    from jit.code.harvest.modules import functions_code, readable_source
+    from jit.code.harvest.modules import readable_source
     from jit.code.extraction.provenance import provenance
-    from jit.code.records import Pair, content_id, salted_id
+    from jit.code.records import build_record, salted_id
 
     first = next(iter(irs.values()))
     source, why = readable_source(kernel, first)
-    pair = Pair(id=content_id(source), kernel_name=first.kernel_name, category="traced", python_source=source)
-    for dev, ir in irs.items():
-        setattr(pair, f"{dev}_forward", ir.forward if not ir.args_struct else ir.args_struct.strip("\n") + "\n" + ir.forward)
-        setattr(pair, f"{dev}_backward", ir.backward)
-        setattr(pair, f"{dev}_functions", functions_code(ir))
-    pair.validation = {dev: "generated" for dev in irs}
+    pair = build_record(irs, first.kernel_name, "traced", source, {})
     func = wb.python_function(kernel)
     module = _module_name(func)
     pair.metadata = {

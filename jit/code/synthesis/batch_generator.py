@@ -23,15 +23,16 @@ from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
 from jit.code.engine import dedup
 from jit.code.engine import writers
-from jit.code.engine.run import Part, PartStats, RunSpec
-from jit.code.records import Pair, content_id
+from jit.code.engine.plan import Part, PartStats, RunSpec
+from jit.code.engine.source import Source
+from jit.code.records import Pair, build_record, content_id
 
 MAX_ATTEMPTS = 6
 BATCH = 64
 
 
 @dataclass(frozen=True, slots=True)
-class GeneratedKernels:
+class GeneratedKernels(Source):
     """The synthetic generator as a source of the engine: item ``i`` is ``generate(seed, i)``."""
 
     seed: int = 0
@@ -56,9 +57,13 @@ class GeneratedKernels:
         return run_part(run, part, progress)
 
     def describe(self) -> dict:
-        from jit.code.synthesis.generator import GENERATOR_VERSION
+        from jit.code.synthesis.generator import GENERATOR_VERSION, SOURCES
 
-        return {"generator_version": GENERATOR_VERSION, "seed": self.seed}
+        return {"warp_version": wb.warp_version(), "generator_version": GENERATOR_VERSION, "seed": self.seed,
+                "mix": {name: {"share": share, "what": what} for name, (share, what) in SOURCES.items()}}
+
+    def cleanup(self) -> None:
+        wb.sweep_pch_folders()
 
 
 @dataclass(slots=True)
@@ -93,22 +98,6 @@ def warm_generator(run: RunSpec) -> None:
         from jit.code.synthesis import mutate
 
         mutate.seeds()  # parses the reference corpus
-
-
-def code_fields(irs: dict[str, KernelIR]) -> dict[str, str | None]:
-    """Record code fields from per-device KernelIRs (None for a device not requested)."""
-    out: dict[str, str | None] = {}
-    for device in ("cpu", "cuda"):
-        ir = irs.get(device)
-        out[f"{device}_forward"] = None if ir is None else ir.args_struct + ir.forward
-        out[f"{device}_backward"] = None if ir is None else ir.backward
-        if ir is None:
-            out[f"{device}_functions"] = None
-        else:
-            parts = [text for _, text in ir.structs] + [f.forward for f in ir.functions]
-            parts += [f.adjoint for f in ir.functions if f.adjoint]
-            out[f"{device}_functions"] = "".join(parts)
-    return out
 
 
 def build_batch(specs: list, devices, backward: bool, module_name: str, block_dim: int | None = None):
@@ -176,15 +165,7 @@ def make_record(spec, irs: dict[str, KernelIR], run: RunSpec, cid: str | None = 
     })
     for device, ir in irs.items():
         meta[f"{device}_forward_lines"] = ir.forward.count("\n")
-    return Pair(
-        id=cid or content_id(spec.source),
-        kernel_name=spec.name,
-        category=spec.category,
-        python_source=spec.source,
-        **code_fields(irs),
-        validation={d: "generated" for d in irs},
-        metadata=meta,
-    )
+    return build_record(irs, spec.name, spec.category, spec.source, meta, cid)
 
 
 # ---------------------------------------------------------------------------------------------
