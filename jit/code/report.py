@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jit.code.analysis.summary import record_builtins, record_source
 from jit.code.engine import writers
 from jit.code.analysis.token_stats import CONTEXTS, FIELDS, PAIRS, count_tokens as length  # lengths in estimated tokens
 
@@ -96,14 +97,14 @@ class Summary:
 
     def add(self, record: dict, split: str, measure: bool) -> None:
         meta = record.get("metadata") or {}
-        source = meta.get("source") or meta.get("found_by") or "unknown"
+        source = record_source(record)
         self.count += 1
         self.sources[source] += 1
         self.categories[(source, record.get("category") or "unknown")] += 1
         self.splits[split] += 1
         python = record.get("python_source") or ""
         self.python_lines[source].append(python.count("\n") + 1)
-        self.builtins.update(meta["builtins"] if "builtins" in meta else _called_builtins(python))
+        self.builtins.update(record_builtins(record))
         for check, outcome in (record.get("validation") or {}).items():
             if check.endswith("_reason"):
                 self.reasons[(check[:-len("_reason")], str(outcome)[:120])] += 1
@@ -162,12 +163,6 @@ def _code_side(record: dict) -> tuple[str, str]:
         if record.get(name):
             return record[name], label
     return "", ""
-
-
-def _called_builtins(python: str) -> list[str]:
-    from jit.code.analysis.builtins import called_builtins
-
-    return sorted(called_builtins(python))
 
 
 def _rows(path: str) -> int:

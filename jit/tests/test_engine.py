@@ -61,9 +61,10 @@ class ToySource(Source):
         out = writers.PartWriter(run.out, part.number)
         for i in range(part.start, part.stop):
             source = kernel_text(i)
-            pair = Pair(id=content_id(source), kernel_name=f"k{i}", category="toy", python_source=source,
+            pair = Pair(id=content_id(source), kernel_name=f"k{i}", category=("toy", "toy_odd")[i % 2],
+                        python_source=source,
                         cpu_forward=f"// code of item {i}\n", validation={"cpu": "generated"},
-                        metadata={"source": "toy", "file": f"file{i // 5}.py"})
+                        metadata={"source": ("toy", "toy_b")[i % 3 == 0], "file": f"file{i // 5}.py"})
             out.add(i, pair.to_dict())
         stats.records = len(out)
         out.finish(stats.to_dict())
@@ -132,3 +133,27 @@ def test_splits_keep_groups_together_and_exclusions_are_dropped(tmp_path):
     card = open(os.path.join(run.out, "README.md"), encoding="utf-8").read()
     assert all(f"data/{s}-*.jsonl" in card for s in by_split)
     assert json.load(open(os.path.join(run.out, "stats.json")))["splits"] == stats["splits"]
+
+
+def test_stats_the_card_the_stats_command_and_the_report_agree_on_every_count(tmp_path):
+    from collections import Counter
+
+    from jit.code import report
+    from jit.code.analysis.summary import summarise
+    from jit.code.commands.stats import read_records
+
+    run, stats = build(tmp_path, "ds")
+    page = report.summarise(run.out)
+    by_category = Counter()
+    for (_, category), n in page.categories.items():
+        by_category[category] += n
+    assert stats["count"] == page.count == 35
+    assert stats["per_source"] == dict(page.sources) and set(stats["per_source"]) == {"toy", "toy_b"}
+    assert stats["per_category"] == dict(by_category) and set(stats["per_category"]) == {"toy", "toy_odd"}
+    assert summarise(read_records(tmp_path / "ds"))["categories"] == stats["per_category"]
+    card = open(os.path.join(run.out, "README.md"), encoding="utf-8").read()
+    assert f"{stats['count']} records in `data/`" in card
+    for category, n in stats["per_category"].items():
+        assert f"| {category} | {n} |" in card
+    for source, n in stats["per_source"].items():
+        assert f"| {source} | - | {n} |" in card

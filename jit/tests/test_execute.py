@@ -11,6 +11,7 @@ import pytest
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.checks import execute
+from jit.code.checks.base import Batch
 from jit.code.synthesis.batch_generator import RunSpec, build_batch, make_record
 from jit.code.synthesis.generator import CATEGORIES, KernelSpec, generate
 from jit.code.records import Pair, content_id
@@ -160,7 +161,13 @@ def spec_of(name: str, index: int) -> KernelSpec:
 
 def pair_of(spec: KernelSpec) -> Pair:
     return Pair(id=content_id(spec.source), kernel_name=spec.name, category=spec.category,
-                python_source=spec.source, validation={"cpu": "compiled"})
+                python_source=spec.source, validation={"cpu": "compiled"},
+                metadata={**spec.metadata, "seed": spec.seed, "index": spec.index, "attempt": spec.attempt})
+
+
+def execute_items(run, items, records):
+    """The execute check on (spec, kernel, irs) items and their records (keyed by kernel name)."""
+    return execute.execute_check(run, Batch(records, {s.name: k for s, k, _ in items if s.name in records}))
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +180,7 @@ def batch():
         records = {s.name: pair_of(s) for s in specs}
         bound, execute.EXECUTE_SECONDS = execute.EXECUTE_SECONDS, 3.0  # "forever" never ends
         try:
-            dropped = execute.execute_batch(RunSpec(out="unused", count=1, devices=("cpu",)), items, records)
+            dropped = execute_items(RunSpec(out="unused", count=1, devices=("cpu",)), items, records)
         finally:
             execute.EXECUTE_SECONDS = bound
         yield {s.name: s for s in specs}, records, dropped
@@ -294,7 +301,7 @@ def test_kernels_the_build_dropped_do_not_stop_the_batch():
     handle = wb.define([good.source, bad], "jit_test_execute_dropped")
     try:
         records = {"smooth": pair_of(good)}
-        dropped = execute.execute_batch(RunSpec(out="unused", count=1, devices=("cpu",)),
+        dropped = execute_items(RunSpec(out="unused", count=1, devices=("cpu",)),
                                         [(good, handle.namespace["smooth"], {})], records)
     finally:
         handle.release()
@@ -310,7 +317,7 @@ def generated():
     run = RunSpec(out="unused", count=len(specs), devices=("cpu",), validate="execute")
     try:
         records = {spec.name: make_record(spec, irs, run) for spec, _, irs in items}
-        dropped = execute.execute_batch(run, items, records)
+        dropped = execute_items(run, items, records)
     finally:
         if handle is not None:
             handle.release()
@@ -337,7 +344,7 @@ def test_generated_io_is_deterministic(generated):
     items, _, handle, _ = build_batch([spec], ("cpu",), True, "jit_test_execute_again")
     record = make_record(spec, items[0][2], RunSpec(out="unused", count=1))
     try:
-        execute.execute_batch(RunSpec(out="unused", count=1, devices=("cpu",)), items, {spec.name: record})
+        execute_items(RunSpec(out="unused", count=1, devices=("cpu",)), items, {spec.name: record})
     finally:
         handle.release()
     assert json.dumps(record.io, sort_keys=True) == json.dumps(records[spec.name].io, sort_keys=True)

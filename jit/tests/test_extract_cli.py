@@ -160,7 +160,7 @@ def test_several_targets_compiled_deduplicated_and_the_same_for_any_worker_count
                                   "--shard-size", "2", "--resume"], capsys)
     assert code == 0 and "complete already" in out
     assert read_dataset(tmp_path / "ds1") == outputs[0]
-    from jit.code.commands import validate
+    from jit.code.checks import dataset as validate
 
     problems, bad, n = validate.check_dataset(str(tmp_path / "ds1"))
     assert not problems and n == 5
@@ -249,3 +249,35 @@ def test_a_module_that_kills_its_process_costs_only_its_part(tmp_path, monkeypat
     assert "worker process died (exit code 3)" in err
     stats = json.loads((output / "stats.json").read_text())
     assert stats["rejects"] == {"worker process died (exit code 3)": 1}
+
+
+WRAPPED_HELPER = '''import warp as wp
+
+
+@wp.func
+def velocity_at_point(qd: wp.spatial_vector, r: wp.vec3) -> wp.vec3:
+    """Velocity of an offset point for twists stored (v, w); Warp's own takes (w, v)."""
+    return wp.velocity_at_point(wp.spatial_vector(wp.spatial_bottom(qd), wp.spatial_top(qd)), r)
+
+
+@wp.kernel
+def {name}(qd: wp.array(dtype=wp.spatial_vector), r: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = {scale}velocity_at_point(qd[i], r[i])
+'''
+
+
+def test_validate_agrees_with_the_run_on_records_that_share_helper_names(tmp_path, capfd):
+    """Helpers named like a Warp function (newton's velocity_at_point wraps wp.velocity_at_point),
+    in several records: every record compiled when extracted, so validate must pass them all, quietly."""
+    from jit.code.commands import validate
+
+    for name, scale in (("point_velocity", ""), ("contact_velocity", "2.0 * "), ("reflected_velocity", "-")):
+        (tmp_path / f"{name}.py").write_text(WRAPPED_HELPER.format(name=name, scale=scale))
+    out = tmp_path / "ds"
+    code = extract.main([str(tmp_path), "-o", str(out), "--device", "cpu", "--workers", "1", "-q"])
+    assert code == 0 and len(read_dataset(out)) == 3
+    capfd.readouterr()
+    assert validate.main([str(out)]) == 0
+    printed, noise = capfd.readouterr()
+    assert "ok: 3 records valid" in printed and "retrying" not in noise + printed and "error" not in noise

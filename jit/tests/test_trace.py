@@ -158,7 +158,7 @@ def test_trace_command_writes_a_compiled_dataset(tmp_path, monkeypatch, capfd):
     import json
 
     from jit import cli
-    from jit.code.checks import compile as validate
+    from jit.code.checks import dataset as validate
     from jit.code.engine import writers
 
     project = tmp_path / "project"
@@ -230,7 +230,7 @@ OPAQUE = textwrap.dedent('''\
 
 def test_trace_keeps_kernels_its_text_cannot_rebuild_compiled_in_the_program(tmp_path, monkeypatch, capfd):
     from jit import cli
-    from jit.code.checks import compile as validate
+    from jit.code.checks import dataset as validate
     from jit.code.engine import writers
     from jit.code.records import record_id
 

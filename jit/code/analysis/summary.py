@@ -33,18 +33,67 @@ def record_builtins(record: dict) -> list[str]:
         return []
 
 
+def record_source(record: dict) -> str:
+    """Which source a record came from: the generator's source, how real code was found, or "unknown"."""
+    meta = record.get("metadata") or {}
+    return meta.get("source") or meta.get("found_by") or "unknown"
+
+
+class RecordCounts:
+    """THE counts of a dataset's records that stats.json, the card and the report all show."""
+
+    def __init__(self, devices=("cpu", "cuda")):
+        self.devices = tuple(devices)
+        self.count = self.self_contained = 0
+        self.per_source: collections.Counter = collections.Counter()
+        self.per_category: collections.Counter = collections.Counter()
+        self.builtins: collections.Counter = collections.Counter()
+        self.validation: collections.Counter = collections.Counter()
+        self.lines: collections.Counter = collections.Counter()
+        self.licences: collections.Counter = collections.Counter()  # (distribution version, licence)
+
+    def add(self, record: dict) -> None:
+        meta = record.get("metadata") or {}
+        self.count += 1
+        self.per_source[record_source(record)] += 1
+        self.per_category[record.get("category") or "unknown"] += 1
+        self.builtins.update(set(record_builtins(record)))
+        for key, value in sorted((record.get("validation") or {}).items()):
+            self.validation[f"{key}={value}"] += 1
+        self.lines["python"] += meta.get("python_lines", (record.get("python_source") or "").count("\n") + 1)
+        for d in self.devices:
+            self.lines[f"{d}_forward"] += meta.get(f"{d}_forward_lines", (record.get(f"{d}_forward") or "").count("\n"))
+        if meta.get("found_by"):
+            name = f"{meta.get('distribution') or '(no distribution)'} {meta.get('distribution_version') or ''}".strip()
+            self.licences[name, meta.get("license") or "unknown"] += 1
+            self.self_contained += bool(meta.get("self_contained"))
+
+    def figures(self) -> dict:
+        n = max(self.count, 1)
+        out = {
+            "per_source": dict(sorted(self.per_source.items())),
+            "per_category": dict(sorted(self.per_category.items())),
+            "mean_lines": {k: round(v / n, 2) for k, v in sorted(self.lines.items())},
+            "distinct_builtins": len(self.builtins),
+            "validation": dict(sorted(self.validation.items())),
+        }
+        if self.licences:
+            out["provenance"] = [{"distribution": name, "license": licence, "records": k}
+                                 for (name, licence), k in sorted(self.licences.items())]
+            out["self_contained"] = {"records": self.self_contained, "share": round(self.self_contained / n, 4)}
+        return out
+
+
 def summarise(records, tokens=None) -> dict:
-    categories: collections.Counter = collections.Counter()
-    builtins: collections.Counter = collections.Counter()
+    counts = RecordCounts()
     sizes: list[int] = []
     for rec in records:
+        counts.add(rec)
         meta = rec.get("metadata") or {}
-        source = rec.get("python_source") or ""
-        categories[rec.get("category") or "?"] += 1
-        builtins.update(set(record_builtins(rec)))
-        sizes.append(int(meta.get("lines") or source.count("\n")))
+        sizes.append(int(meta.get("lines") or (rec.get("python_source") or "").count("\n")))
         if tokens is not None:
             tokens.add(rec)
+    categories, builtins = counts.per_category, counts.builtins
     if not sizes:
         raise StatsError("no records in the data files")
     sizes.sort()

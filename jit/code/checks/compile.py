@@ -11,65 +11,101 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+from jit.code.checks.base import LIVE, Batch, Check
 
 BATCH = 64
 
 
 # ---------------------------------------------------------------------------------------------
-# during generation
+# the check
 
 
-def validate_batch(run, module, items: list, records: dict, builds: dict | None = None,
-                   block_dim: int | None = None) -> dict[str, str]:
-    """Compile (and for ``execute`` run) a generated batch; sets each record's ``validation``.
+def compile_check(run, batch: Batch) -> dict[str, str]:
+    """Compile a batch for the run's devices (CUDA for each of its archs); sets ``validation``.
 
-    ``items`` are ``(spec, kernel, irs)`` from one Warp module; ``builds`` the extraction's
-    reusable builds of exactly these kernels (device -> Build). Returns {kernel name: reason}
-    for the kernels to drop.
+    Live kernels are compiled in their own Warp modules (one unit per module and launch block_dim,
+    bisected on failure; the extraction's builds are reused when the batch is whole); records
+    without a live kernel are rebuilt from their text (``compile_rebuilt``), or, when their text
+    cannot rebuild them, count only if the program that made them compiled them.
     """
-    builds = builds or {}
+    failed = _compile_live(run, batch)
+    text = {k: r for k, r in batch.records.items() if k not in batch.kernels}
+    if text:
+        failed.update(_compile_text(run, text))
+    for key, record in batch.records.items():
+        if key not in failed:
+            record.validation = {d: "compiled" for d in run.devices}
+    return failed
+
+
+def _compile_live(run, batch: Batch) -> dict[str, str]:
+    from jit.code.extraction import warp_backend as wb
     from jit.code.extraction.compile import compile_batch, kernel_ptx
 
+    groups: dict[tuple, list[str]] = {}
+    for key in batch.records:
+        if key in batch.kernels:
+            kernel = batch.kernels[key]
+            block_dim = batch.block_dim if batch.block_dim is not None else launch_block_dim(batch.records[key])
+            groups.setdefault((id(wb.kernel_module(kernel)), block_dim), []).append(key)
+    whole = len(groups) == 1 and len(next(iter(groups.values()), [])) == len(batch.records)
+    skip_cpu = "execute" in (run.checks or (run.validate,))  # execute compiles the CPU module itself
     failed: dict[str, str] = {}
-    kernels = [k for _, k, _ in items]
-    if "cpu" in run.devices and run.validate != "execute":  # execute compiles the CPU module itself
-        verdict, _ = compile_batch(module, kernels, "cpu", build=builds.get("cpu"), block_dim=block_dim)
-        failed.update({k: r for k, r in verdict.items() if r})
-    for i, arch in enumerate(run.archs if "cuda" in run.devices else ()):
-        alive = [k for k in kernels if k.key not in failed]
-        if not alive:
-            break
-        want_ptx = run.emit_ptx and i == 0
-        reuse = builds.get("cuda") if len(alive) == len(kernels) else None
-        verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx, build=reuse,
-                                     block_dim=block_dim)
-        failed.update({k: f"{r} (sm_{arch})" for k, r in verdict.items() if r})
-        if want_ptx and ptx is None:  # the batch was bisected: compile the survivors again for their PTX
-            alive = [k for k in alive if k.key not in failed]
-            if alive:
-                _, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=True, block_dim=block_dim)
-        if want_ptx and ptx is not None:
-            for k in alive:
-                if k.key in records:
-                    records[k.key].cuda_ptx = kernel_ptx(ptx, k.get_mangled_name())
-    for spec, kernel, _ in items:
-        if kernel.key in records and kernel.key not in failed:
-            records[kernel.key].validation = {d: "compiled" for d in run.devices}
-    if run.validate == "execute":
-        from jit.code.checks import execute
+    for (_, block_dim), keys in groups.items():
+        kernels = [batch.kernels[k] for k in keys]
+        by_kernel = {k.key: key for k, key in zip(kernels, keys)}
+        module = wb.kernel_module(kernels[0])
+        builds = batch.builds if whole else {}
+        if "cpu" in run.devices and not skip_cpu:
+            verdict, _ = compile_batch(module, kernels, "cpu", build=builds.get("cpu"), block_dim=block_dim)
+            failed.update({by_kernel[k]: r for k, r in verdict.items() if r})
+        for i, arch in enumerate(run.archs if "cuda" in run.devices else ()):
+            alive = [k for k in kernels if by_kernel[k.key] not in failed]
+            if not alive:
+                break
+            want_ptx = run.emit_ptx and i == 0
+            reuse = builds.get("cuda") if len(alive) == len(kernels) else None
+            verdict, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=want_ptx, build=reuse,
+                                         block_dim=block_dim)
+            failed.update({by_kernel[k]: f"{r} (sm_{arch})" for k, r in verdict.items() if r})
+            if want_ptx and ptx is None:  # the batch was bisected: compile the survivors again for their PTX
+                alive = [k for k in alive if by_kernel[k.key] not in failed]
+                if alive:
+                    _, ptx = compile_batch(module, alive, "cuda", arch=arch, want_ptx=True, block_dim=block_dim)
+            if want_ptx and ptx is not None:
+                for k in alive:
+                    batch.records[by_kernel[k.key]].cuda_ptx = kernel_ptx(ptx, k.get_mangled_name())
+    return failed
 
-        alive = [(s, k, irs) for s, k, irs in items if k.key not in failed]
-        failed.update(execute.execute_batch(run, alive, records))
+
+def _compile_text(run, records: dict) -> dict[str, str]:
+    """Records without a live kernel: rebuilt from their text and compiled, for every arch."""
+    from jit.code.extraction import warp_backend as wb
+
+    wb.init()
+    wb.silence_performance_notes()
+    failed: dict[str, str] = {}
+    rebuild = {}
+    for key, record in records.items():
+        if (record.metadata or {}).get("self_contained") is not False:
+            rebuild[key] = record
+        elif record.validation.get(run.devices[0]) != "compiled":
+            failed[key] = "not self-contained and not compiled in the program"
+    by_id = {r.id: k for k, r in rebuild.items()}
+    for arch in run.archs:
+        todo = [r.to_dict() for k, r in rebuild.items() if k not in failed]
+        for rid, reason in compile_rebuilt(todo, arch).items():
+            failed[by_id[rid]] = reason.split(":")[0][:80] if rid in by_id else reason
     return failed
 
 
 # ---------------------------------------------------------------------------------------------
-# the validate command
+# records rebuilt from their text
 
 
-def launch_block_dim(record: dict) -> int | None:
-    """The CUDA block_dim a record's code is for, None for its module's default."""
-    meta = record.get("metadata") or {}
+def launch_block_dim(record) -> int | None:
+    """The CUDA block_dim a record's code (a record dict or ``Pair``) is for, None for its module's default."""
+    meta = (record.get("metadata") if isinstance(record, dict) else record.metadata) or {}
     launch = meta.get("launch") or {}
     if launch.get("block_dim"):
         return launch["block_dim"]
@@ -85,40 +121,56 @@ def compile_rebuilt(records: list[dict], arch: int = 90, tag: str = "") -> dict[
     """Rebuild records from their python_source alone and compile them; id -> reason for the bad.
 
     Records are compiled many to a module (Warp compiles a module once per launch block_dim, so
-    they are grouped by it); records that define the same top-level name go to different modules,
-    as each record's text is a file of its own.
+    they are grouped by it), never two that could clash in one translation unit (``_batches``).
+    A record that fails in company is compiled again alone, so the verdict is the record's own:
+    the one the run that wrote it gave.
     """
     groups: dict = defaultdict(list)
     for r in records:
         groups[launch_block_dim(r)].append(r)
     out: dict[str, str] = {}
     for block_dim, group in sorted(groups.items(), key=lambda g: g[0] or 0):
-        for i, batch in enumerate(_disjoint_batches(group)):
-            out.update(_compile_records(batch, arch, f"{tag}{block_dim}_{i}", block_dim))
+        for i, batch in enumerate(_batches(group)):
+            bad = _compile_records(batch, arch, f"{tag}{block_dim}_{i}", block_dim)
+            if len(batch) > 1 and bad:
+                for j, r in enumerate(r for r in batch if r["id"] in bad):
+                    bad.pop(r["id"])
+                    bad.update(_compile_records([r], arch, f"{tag}{block_dim}_{i}_{j}", block_dim))
+            out.update(bad)
     return out
 
 
-def _disjoint_batches(records: list[dict]) -> list[list[dict]]:
-    """Batches of at most BATCH records whose sources define different top-level names."""
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a source defines at top level, names it calls): Warp names a helper's generated
+    function after the helper, so a record that defines ``velocity_at_point`` and one that calls
+    Warp's own ``wp.velocity_at_point`` must not share a module either."""
     import ast
 
-    batches: list[tuple[list[dict], set[str]]] = []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(), set()
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+              for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return defined, called
+
+
+def _batches(records: list[dict]) -> list[list[dict]]:
+    """Batches of at most BATCH records none of which defines a name another defines or calls."""
+    batches: list[tuple[list[dict], set[str], set[str]]] = []
     for r in records:
-        try:
-            names = {n.name if hasattr(n, "name") else "" for n in ast.parse(r["python_source"]).body
-                     if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-            names |= {t.id for n in ast.parse(r["python_source"]).body if isinstance(n, ast.Assign)
-                      for t in n.targets if isinstance(t, ast.Name)}
-        except SyntaxError:
-            names = set()
-        for batch, used in batches:
-            if len(batch) < BATCH and not names & used:
+        defined, called = _names(r["python_source"])
+        for batch, their_defined, their_names in batches:
+            if len(batch) < BATCH and not defined & their_names and not (defined | called) & their_defined:
                 batch.append(r)
-                used |= names
+                their_defined |= defined
+                their_names |= defined | called
                 break
         else:
-            batches.append(([r], set(names)))
-    return [b for b, _ in batches]
+            batches.append(([r], set(defined), defined | called))
+    return [b for b, _, _ in batches]
 
 
 def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | None = None) -> dict[str, str]:
@@ -154,7 +206,8 @@ def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | 
             for k in todo:
                 modules.setdefault(id(wb.kernel_module(k)), (wb.kernel_module(k), []))[1].append(k)
             for module, group in modules.values():
-                verdict, _ = compile_batch(module, group, device, arch=arch, block_dim=block_dim)
+                with wb.native_stderr_silenced():  # clang's "retrying without precompiled headers": the verdict says it
+                    verdict, _ = compile_batch(module, group, device, arch=arch, block_dim=block_dim)
                 for key, reason in verdict.items():
                     if reason:
                         out[by_key[key]] = reason
@@ -172,3 +225,7 @@ def _concrete(kernel):
         if len(overloads) == 1:
             return overloads[0]
     return kernel
+
+
+CHECK = Check("compile", LIVE, "compiles for every device: CPU with Warp's clang, CUDA with NVRTC (no GPU needed)",
+              compile_check)

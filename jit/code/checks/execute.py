@@ -32,6 +32,7 @@ import warp as wp
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.checks import bounded
+from jit.code.checks.base import LIVE, Check
 
 EXECUTE_SECONDS = 20.0  # bound on one kernel's execution and gradient check (runs take milliseconds)
 MAX_IO_NUMBERS = 8192  # numbers in one io example; larger examples are not stored
@@ -327,15 +328,39 @@ class Job:
     grads: dict = field(default_factory=dict)
 
 
-def execute_batch(run, items: list, records: dict) -> dict[str, str]:
-    """Execute the validated kernels of one batch; fills ``io`` and ``validation``.
+@dataclass(frozen=True, slots=True)
+class Item:
+    """What execution needs of a record: its key in the batch, kernel name, text, metadata and the
+    seed, index and attempt its inputs are drawn from."""
 
-    ``items`` are ``(spec, kernel, irs)`` from one Warp module, which Warp compiles once for the
-    CPU (all kernels together, on first load). Returns {kernel name: reason} for records to drop.
-    """
-    specs = [spec for spec, _, _ in items if spec.name in records]
+    name: str  # the record's key in its batch (dicts of results are keyed by it)
+    kernel_name: str
+    source: str
+    metadata: dict
+    seed: int
+    index: int
+    attempt: int
+
+    @classmethod
+    def of(cls, key: str, record) -> Item:
+        meta = record.metadata or {}
+        return cls(key, record.kernel_name, record.python_source, meta, int(meta.get("seed", 0)),
+                   int(meta.get("index", 0)), int(meta.get("attempt", 0)))
+
+
+def execute_check(run, batch) -> dict[str, str]:
+    """Run each live kernel of a batch on the CPU with inputs drawn from its record's seed, check
+    its gradients, keep an io example; fills ``io`` and ``validation``. Records without a launch
+    description (real code) are kept with the reason in ``validation["cpu_reason"]``."""
+    items = [Item.of(key, record) for key, record in batch.records.items() if key in batch.kernels]
+    return execute_batch(run, items, {i.name: batch.kernels[i.name] for i in items}, batch.records)
+
+
+def execute_batch(run, specs: list, live: dict, records: dict) -> dict[str, str]:
+    """Execute the kernels of one batch (``specs``: ``Item``s, ``live``: their kernels by key, all
+    of one Warp module, which Warp compiles once for the CPU). Returns {key: reason} to drop."""
     failed: dict[str, str] = {}
-    kernels, handles = cpu_build(specs, {s.name: k for s, k, _ in items}, run.backward, failed)
+    kernels, handles = cpu_build(specs, live, run.backward, failed)
     cuda = "cuda" in run.devices and wb.cuda_device_available()
     runs = []
     try:
@@ -427,7 +452,7 @@ def _bisect(specs: list, name: str, backward: bool, live: dict, handles: list, f
     handles.append(handle)
     set_cpu_options(handle.module, backward)
     if _loads(handle.module):
-        live.update({s.name: handle.namespace[s.name] for s in specs})
+        live.update({s.name: handle.namespace[s.kernel_name] for s in specs})
     elif len(specs) == 1:
         failed[specs[0].name] = "cpu compile failed"
     else:
@@ -720,3 +745,7 @@ def replay_one(kernel, io: dict) -> str | None:
     if set(want) != set(io["outputs"]) or not all(same_bits(got[k], want[k]) for k in want):
         return "io replay mismatch"
     return None
+
+
+CHECK = Check("execute", LIVE, "runs on the CPU with seeded inputs (time-bounded), gradients checked, io example kept",
+              execute_check)

@@ -94,8 +94,11 @@ def add_arguments(p: argparse.ArgumentParser, output_default: str | None = "out/
     group.add_argument("--overwrite", action="store_true", help="replace an existing dataset in --output")
     helps = {"none": "none: codegen only", "compile": "compile: compile every pair for CPU (clang) and CUDA (NVRTC, no GPU needed)",
              "execute": "execute: also run on the CPU and check gradients"}
-    p.add_argument("--validate", choices=validate_choices, default="compile",
-                   help="; ".join(helps[c] for c in validate_choices) + " (default compile)")
+    p.add_argument("--validate", default="compile", metavar="{" + ",".join(validate_choices) + "}|CHECK,...",
+                   help="; ".join(helps[c] for c in validate_choices) + " (default compile). Every word also runs "
+                        "the semantic gate (no-ops, constants per thread, values never used, flags that gate "
+                        "nothing); or name the checks: semantic, compile, execute")
+    p.set_defaults(validate_words=validate_choices)
     off = "off" if not near_dup_default else near_dup_default
     p.add_argument("--near-dup-threshold", type=threshold, default=near_dup_default, metavar="J",
                    help="drop a kernel when the Jaccard similarity of its normalised-token 4-gram set with an earlier "
@@ -126,6 +129,17 @@ def archs(text: str) -> tuple[int, ...]:
     if not values or any(a < 50 for a in values):
         raise UsageError(f"--arch takes compute capabilities such as 75, 80, 90, got {text!r}")
     return values
+
+
+def checks(text: str, words: tuple[str, ...]) -> tuple[str, ...]:
+    from jit.code.checks import ALIASES, UnknownCheck, resolve
+
+    if text in ALIASES and text not in words:
+        raise UsageError(f"--validate {text} is not available here; choose from {', '.join(words)} or name checks")
+    try:
+        return resolve(text)
+    except UnknownCheck as exc:
+        raise UsageError(f"--validate: {exc}") from None
 
 
 def splits(text: str | None) -> tuple[tuple[str, float], ...] | None:
@@ -171,7 +185,8 @@ def run_spec(args, source, count: int | None = None) -> engine.RunSpec:
             raise UsageError("--format parquet needs pyarrow: pip install 'warp-jit-synth[parquet]'") from None
     return engine.RunSpec(
         out=os.path.abspath(args.output), count=count, source=source, devices=devices, shard_size=args.shard_size,
-        backward=not args.no_backward, validate=args.validate, archs=archs(args.arch), emit_ptx=args.emit_ptx,
+        backward=not args.no_backward, validate=args.validate, checks=checks(args.validate, args.validate_words),
+        archs=archs(args.arch), emit_ptx=args.emit_ptx,
         fmt=args.format, near_dup_threshold=args.near_dup_threshold, splits=splits(args.splits),
         exclude=exclusion_path(args.exclude),
     )

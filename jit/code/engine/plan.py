@@ -27,7 +27,8 @@ class RunSpec:
     devices: tuple[str, ...] = ("cpu", "cuda")
     shard_size: int = 1000
     backward: bool = True
-    validate: str = "compile"
+    validate: str = "compile"  # the --validate words, as given
+    checks: tuple[str, ...] | None = None  # the checks they name (jit.code.checks.resolve); None: resolved when run
     archs: tuple[int, ...] = (DEFAULT_CUDA_ARCH,)
     emit_ptx: bool = False
     fmt: str = "jsonl"
@@ -40,7 +41,7 @@ class RunSpec:
         source = self.source.identity() if self.source is not None else {}
         return {
             **source, "devices": list(self.devices), "shard_size": self.shard_size, "backward": self.backward,
-            "validate": self.validate, "archs": list(self.archs), "emit_ptx": self.emit_ptx,
+            "validate": self.validate, "checks": list(self.checks) if self.checks else None, "archs": list(self.archs), "emit_ptx": self.emit_ptx,
             "count": self.count, "format": self.fmt, "near_dup_threshold": self.near_dup_threshold,
             "splits": [list(s) for s in self.splits] if self.splits else None,
             "exclude": os.path.abspath(self.exclude) if self.exclude else None,

@@ -46,7 +46,7 @@ def init() -> None:
                 wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
             else:
                 wp.config.quiet = True
-            with _native_stderr_silenced():  # the native "no CUDA driver" notice; NVRTC still works
+            with native_stderr_silenced():  # the native "no CUDA driver" notice; NVRTC still works
                 wp.init()
             _own_pch_folders()
             _initialised = True
@@ -132,7 +132,7 @@ def silence_performance_notes() -> None:
 
 
 @contextlib.contextmanager
-def _native_stderr_silenced() -> Iterator[None]:
+def native_stderr_silenced() -> Iterator[None]:
     import sys
 
     try:
@@ -254,6 +254,7 @@ class SourceModule:
     name: str
     namespace: dict
     filenames: list[str]
+    key_counts: dict = None  # Warp's function-name counters before the definition (restored by release)
 
     @property
     def module(self):
@@ -277,9 +278,15 @@ class SourceModule:
             module._detach_references()
             module.kernels.clear()
             # Warp numbers a function's C++ name by how often its key was defined in this process;
-            # forgetting released keys keeps names (and so records) independent of what ran before
+            # forgetting released keys keeps names (and so records) independent of what ran before.
+            # A key that existed before (Warp's own wp.velocity_at_point is velocity_at_point_0) goes
+            # back to its count, never below: a helper of that name must not become a second _0.
+            before = self.key_counts or {}
             for key in module.functions:
-                _context.function_key_counts.pop(key, None)
+                if key in before:
+                    _context.function_key_counts[key] = before[key]
+                else:
+                    _context.function_key_counts.pop(key, None)
             module.functions.clear()
             module.structs.clear() if hasattr(module.structs, "clear") else None
         self.namespace.clear()
@@ -295,7 +302,7 @@ def define(sources: Iterable[str], module_name: str, filenames: Iterable[str] | 
     init()
     names = list(filenames) if filenames is not None else None
     namespace: dict[str, Any] = {"__name__": module_name}
-    handle = SourceModule(module_name, namespace, [])
+    handle = SourceModule(module_name, namespace, [], dict(_context.function_key_counts))
     try:
         for i, source in enumerate(sources):
             filename = names[i] if names else f"<jit-synth:{module_name}:{i}>"

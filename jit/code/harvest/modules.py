@@ -370,8 +370,8 @@ def run_part(source: ModuleKernels, run, part, progress=None):
         irs = {id(kernel): ir for kernel, _, ir in found}
         pairs = [(kernel, pair) for kernel, pair, _ in found]
         rejects_before = sum(stats.rejects.values())
-        if run.validate == "compile" and pairs:
-            pairs = _compiled(pairs, run, stats)
+        pairs = _checked(pairs, run, stats)
+        if run.validate != "none":  # a compiler ran: the text must give the same code
             for kernel, pair in pairs:
                 check_self_contained(kernel, pair, irs[id(kernel)], run.backward)
         for kernel, pair in pairs:
@@ -413,37 +413,16 @@ def _log(message: str) -> None:
     print(f"[jit-synth extract] {message}", file=sys.stderr, flush=True)
 
 
-def _compiled(pairs: list, run, stats) -> list:
-    """The pairs whose live kernels compile for every requested device (one unit per Warp module
-    and launch block_dim, bisected on failure); sets ``validation``; counts the others."""
-    from jit.code.extraction.compile import compile_batch
+def _checked(pairs: list, run, stats) -> list:
+    """The (kernel, pair)s that pass the run's checks (``jit.code.checks``); counts the others."""
+    from jit.code import checks
 
-    groups: dict[tuple, list] = {}
-    for kernel, pair in pairs:
-        cuda = (pair.metadata.get("devices") or {}).get("cuda") or {}
-        key = (id(wb.kernel_module(kernel)), cuda.get("block_dim") if cuda.get("module_block_dim") else None)
-        groups.setdefault(key, []).append((kernel, pair))
-    failed: dict[str, str] = {}
-    for (_, block_dim), group in groups.items():
-        kernels = [k for k, _ in group]
-        module = wb.kernel_module(kernels[0])
-        for device in run.devices:
-            archs = run.archs if device == "cuda" else (None,)
-            for arch in archs:
-                alive = [k for k in kernels if k.key not in failed]
-                if not alive:
-                    break
-                extra = {} if arch is None else {"arch": arch}
-                verdict, _ = compile_batch(module, alive, device, block_dim=block_dim if device == "cuda" else None, **extra)
-                failed.update({k: f"compile failed on {device}" for k, r in verdict.items() if r})
-    kept = []
-    for kernel, pair in pairs:
-        if kernel.key in failed:
-            stats.rejects[failed[kernel.key]] += 1
-            continue
-        pair.validation = {d: "compiled" for d in run.devices}
-        kept.append((kernel, pair))
-    return kept
+    batch = checks.Batch({str(i): pair for i, (_, pair) in enumerate(pairs)},
+                         {str(i): kernel for i, (kernel, _) in enumerate(pairs)})
+    failed = checks.apply(run, batch)
+    for reason in failed.values():
+        stats.rejects[reason] += 1
+    return [p for i, p in enumerate(pairs) if str(i) not in failed]
 
 
 def _source_pairs(source: Source, devices, report: Report, log,

@@ -211,7 +211,7 @@ class TracedKernels(Source):
 
         if self.program():
             return None
-        archs = run.archs if run.validate == "compile" else ()
+        archs = run.archs if "compile" in (run.checks or (run.validate,)) else ()
         result = run_traced(list(self.command), run.devices, Path(self.workdir), run.backward, compile_archs=archs)
         lines = "".join(writers.dumps(r) + "\n" for r in _distinct(result.records))
         writers.write_atomic(self.kernels_file, lines)
@@ -279,7 +279,7 @@ def run_part(source: TracedKernels, run, part, progress=None):
     stats = PartStats(part.number, part.start, part.stop)
     with open(source.kernels_file, encoding="utf-8") as f:
         records = [json.loads(line) for line in itertools.islice(f, part.start, part.stop)]
-    keep = _compiled(records, run, stats, part.number) if run.validate == "compile" else records
+    keep = _checked(records, run, stats)
     out = writers.PartWriter(run.out, part.number)
     for row, r in enumerate(keep):
         out.add(row, r)
@@ -291,30 +291,18 @@ def run_part(source: TracedKernels, run, part, progress=None):
     return stats
 
 
-def _compiled(records: list[dict], run, stats, tag) -> list[dict]:
-    """The records that compile, in order: those whose text rebuilds them are rebuilt and compiled
-    here; the others count only if the program's process compiled them (``compile_live``)."""
-    from jit.code.checks.compile import compile_rebuilt
-    from jit.code.extraction import warp_backend as wb
+def _checked(records: list[dict], run, stats) -> list[dict]:
+    """The records that pass the run's checks, in order (``jit.code.checks``: with no live kernel
+    here, the compile check rebuilds a record from its text, or trusts the program's own compile
+    when the text cannot rebuild it); counts the others."""
+    from jit.code import checks
+    from jit.code.records import Pair
 
-    wb.init()
-    wb.silence_performance_notes()
-    alone = [r for r in records if r["metadata"].get("self_contained")]
-    bad: dict[str, str] = {}
-    for arch in run.archs:
-        bad.update(compile_rebuilt([r for r in alone if r["id"] not in bad], arch, f"t{tag}_"))
-    kept = []
-    for r in records:
-        if r["metadata"].get("self_contained"):
-            if r["id"] in bad:
-                stats.rejects[bad[r["id"]].split(":")[0][:80]] += 1
-                continue
-            r["validation"] = {d: "compiled" for d in run.devices}
-        elif r["validation"].get(run.devices[0]) != "compiled":
-            stats.rejects["not self-contained and not compiled in the program"] += 1
-            continue
-        kept.append(r)
-    return kept
+    batch = checks.Batch({str(i): Pair(**r) for i, r in enumerate(records)})
+    failed = checks.apply(run, batch)
+    for reason in failed.values():
+        stats.rejects[reason] += 1
+    return [pair.to_dict() for key, pair in batch.records.items() if key not in failed]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from jit.code import checks
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
 from jit.code.engine import dedup
@@ -241,7 +242,7 @@ class _PartState:
         self.batches = 0
 
     def process(self, group: list[Slot], block_dim: int | None) -> list[Slot]:
-        """Build, extract and validate a group of slots; returns the slots to try again."""
+        """Build, extract and check a group of slots; returns the slots to try again."""
         run, stats = self.run, self.stats
         retry, unique, batch_ids = [], [], set()
         for slot in group:  # dedup before paying for a build (slot order decides who is first)
@@ -255,17 +256,20 @@ class _PartState:
             else:
                 batch_ids.add(cid)
                 unique.append(slot)
-        by_name = {s.spec.name: s for s in unique}
-        items, rejected, handle, builds = build_batch(
-            [s.spec for s in unique], run.devices, run.backward,
+        texts = {s.spec.name: Pair(s.cid, s.spec.name, s.spec.category, s.spec.source) for s in unique}
+        rejected = checks.apply(run, checks.Batch(texts), needs=checks.TEXT)  # before paying for a build
+        by_name = {s.spec.name: s for s in group}
+        built = [s for s in unique if s.spec.name not in rejected]
+        items, failed, handle, builds = build_batch(
+            [s.spec for s in built], run.devices, run.backward,
             f"jit_synth_p{self.part.number}_b{self.batches}_{os.getpid()}", block_dim)
+        rejected.update(failed)
         self.batches += 1
         try:
             records = {spec.name: make_record(spec, irs, run, by_name[spec.name].cid) for spec, _, irs in items}
-            if run.validate != "none" and items:
-                from jit.code.checks import compile as checks
-
-                rejected.update(checks.validate_batch(run, handle.module, items, records, builds, block_dim))
+            if items:
+                batch = checks.Batch(records, {spec.name: kernel for spec, kernel, _ in items}, builds, block_dim)
+                rejected.update(checks.apply(run, batch, needs=checks.LIVE))
         finally:
             if handle is not None:
                 handle.release()
