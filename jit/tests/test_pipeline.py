@@ -48,7 +48,10 @@ def test_layout_records_and_stats(tmp_path):
         assert r["id"] == content_id(r["python_source"])
         assert f"def {r['kernel_name']}(" in r["python_source"]
         assert "_cpu_kernel_forward(" in r["cpu_forward"] and "_cuda_kernel_forward(" in r["cuda_forward"]
-        assert "_cpu_kernel_backward(" in r["cpu_backward"] and "_cuda_kernel_backward(" in r["cuda_backward"]
+        if r["metadata"]["options"].get("enable_backward", True):  # a mutant keeps its seed module's choice
+            assert "_cpu_kernel_backward(" in r["cpu_backward"] and "_cuda_kernel_backward(" in r["cuda_backward"]
+        else:
+            assert r["cpu_backward"] is None and r["cuda_backward"] is None
         assert r["metadata"]["seed"] == 7 and r["metadata"]["warp_version"]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["count"] == 24

@@ -12,6 +12,7 @@ import os
 from collections import defaultdict
 
 from jit.code.checks.base import LIVE, Batch, Check
+from jit.code.checks.rebuild import batches
 
 BATCH = 64
 
@@ -130,7 +131,7 @@ def compile_rebuilt(records: list[dict], arch: int = 90, tag: str = "") -> dict[
         groups[launch_block_dim(r)].append(r)
     out: dict[str, str] = {}
     for block_dim, group in sorted(groups.items(), key=lambda g: g[0] or 0):
-        for i, batch in enumerate(_batches(group)):
+        for i, batch in enumerate(batches(group, BATCH)):
             bad = _compile_records(batch, arch, f"{tag}{block_dim}_{i}", block_dim)
             if len(batch) > 1 and bad:
                 for j, r in enumerate(r for r in batch if r["id"] in bad):
@@ -138,39 +139,6 @@ def compile_rebuilt(records: list[dict], arch: int = 90, tag: str = "") -> dict[
                     bad.update(_compile_records([r], arch, f"{tag}{block_dim}_{i}_{j}", block_dim))
             out.update(bad)
     return out
-
-
-def _names(source: str) -> tuple[set[str], set[str]]:
-    """(names a source defines at top level, names it calls): Warp names a helper's generated
-    function after the helper, so a record that defines ``velocity_at_point`` and one that calls
-    Warp's own ``wp.velocity_at_point`` must not share a module either."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set(), set()
-    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-              for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return defined, called
-
-
-def _batches(records: list[dict]) -> list[list[dict]]:
-    """Batches of at most BATCH records none of which defines a name another defines or calls."""
-    batches: list[tuple[list[dict], set[str], set[str]]] = []
-    for r in records:
-        defined, called = _names(r["python_source"])
-        for batch, their_defined, their_names in batches:
-            if len(batch) < BATCH and not defined & their_names and not (defined | called) & their_defined:
-                batch.append(r)
-                their_defined |= defined
-                their_names |= defined | called
-                break
-        else:
-            batches.append(([r], set(defined), defined | called))
-    return [b for b, _, _ in batches]
 
 
 def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | None = None) -> dict[str, str]:
