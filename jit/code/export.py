@@ -15,6 +15,7 @@ records by reason. A task names the record fields on each side (--show-template 
   py2cuda-adjoint  Python kernel -> CUDA backward (adjoint) code, helper functions first
   cuda2py          CUDA helpers and forward code -> the Python kernel
   py2ptx           Python kernel -> PTX of its forward and backward entries (datasets made with --emit-ptx)
+  purpose2py       what the kernel is for (metadata.purpose) -> the Python kernel
 
 Code sides are joined as `"\\n".join(parts)` of the non-blank fields, in the order shown: e.g.
 the py2cuda answer is `cuda_functions + "\\n" + cuda_forward`, or `cuda_forward` alone when the
@@ -96,6 +97,12 @@ TASKS = {t.name: t for t in (
     Task("py2ptx", "Python kernel -> PTX of its forward and backward entries",
          ("python_source",), ("cuda_ptx",),
          _from_python("PTX", "the forward kernel entry, then the backward one if there is one"), "generate with --emit-ptx"),
+    Task("purpose2py", "what a kernel is for -> the Python kernel (its helpers, structs and imports)",
+         ("metadata.purpose",), ("python_source",),
+         "Write an NVIDIA Warp kernel, with the imports, structs and @wp.func helpers it needs, that does this:\n\n"
+         "{code}",
+         "every generated record has a purpose; records of real code have one when the kernel has a docstring "
+         "or a leading comment"),
 )}
 
 
@@ -103,14 +110,21 @@ class ExportError(Exception):
     """A dataset or option that cannot be exported, with the reason and how to fix it."""
 
 
+def value(record: dict, name: str) -> str:
+    """A record's field, or a metadata entry named ``metadata.<key>`` (``metadata.purpose``)."""
+    if name.startswith("metadata."):
+        return str((record.get("metadata") or {}).get(name.split(".", 1)[1]) or "")
+    return record.get(name) or ""
+
+
 def compose(record: dict, fields: tuple[str, ...]) -> str:
     """The non-blank fields of ``record``, verbatim, joined by one newline."""
-    return "\n".join(record[f] for f in fields if record.get(f) and record[f].strip())
+    return "\n".join(value(record, f) for f in fields if value(record, f).strip())
 
 
 def missing(task: Task, record: dict) -> str | None:
     """The first required field ``record`` lacks, or None."""
-    return next((f for f in task.required if not (record.get(f) or "").strip()), None)
+    return next((f for f in task.required if not value(record, f).strip()), None)
 
 
 def messages(task: Task, record: dict, system: str | None = None) -> list[dict]:

@@ -23,6 +23,7 @@ from types import ModuleType
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import ExtractionError, KernelIR, extract_many
+from jit.code.analysis.purpose import purpose_of
 from jit.code.engine import source as engine_source
 from jit.code.records import Pair, build_record, salted_id
 
@@ -261,6 +262,9 @@ def make_pair(kernel, irs: dict[str, KernelIR], source: Source, config_changes: 
                     for d, ir in irs.items()},
         "config_changes": config_changes,
     }
+    purpose = purpose_of(python_source, pair.kernel_name)
+    if purpose:
+        pair.metadata["purpose"] = purpose
     if why is not None:  # the text may not tell this kernel from another one: its code does
         pair.metadata["id_salt"] = "code"
         pair.id = salted_id(python_source, pair.cpu_forward or pair.cuda_forward or "")

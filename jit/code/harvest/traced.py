@@ -446,6 +446,7 @@ def _options_key(options: dict) -> str:
 def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, key) -> dict:
     """One record (the fields of ``Pair``) for a traced kernel."""
     from jit.code.extraction import warp_backend as wb
+    from jit.code.analysis.purpose import purpose_of
     from jit.code.harvest.modules import readable_source
     from jit.code.extraction.provenance import provenance
     from jit.code.records import build_record, salted_id
@@ -471,6 +472,9 @@ def make_record(kernel, irs: dict, options: dict, device: str, block_dim: int, k
         "devices": {d: {"mangled_name": ir.mangled_name, **ir.metadata["options"]} for d, ir in irs.items()},
         "trace_key": "|".join(str(part) for part in key),
     }
+    purpose = purpose_of(source, pair.kernel_name)
+    if purpose:
+        pair.metadata["purpose"] = purpose
     if why is not None:  # the text may not tell this kernel from another one: its code does
         pair.metadata["id_salt"] = "code"
         pair.id = salted_id(source, pair.cpu_forward or pair.cuda_forward or "")
