@@ -369,3 +369,18 @@ def py_scalars(x: wp.array(dtype=float), s: float, n: int, out: wp.array(dtype=f
         np.testing.assert_allclose(got["out"], values["x"] * values["s"] + values["n"], rtol=1e-6)
     finally:
         handle.release()
+
+
+def test_the_bounds_check_catches_an_access_past_the_end():
+    """Known answer: a kernel that reads a[i + 1] for every i aborts in debug mode; its fixed twin does not."""
+    from jit.code.checks.bounds import OUT_OF_BOUNDS, replay_in_debug_mode
+
+    def record(name: str, index: str) -> dict:
+        source = (f"import warp as wp\n\n\n@wp.kernel\ndef {name}(a: wp.array(dtype=float), b: wp.array(dtype=float)):\n"
+                  f"    i = wp.tid()\n    b[i] = a[{index}]\n")
+        data = {"dtype": "float32", "shape": [4], "data": [1.0, 2.0, 3.0, 4.0]}
+        return {"id": name, "kernel_name": name, "python_source": source,
+                "io": {"device": "cpu", "dim": [4], "inputs": {"a": data, "b": data}, "outputs": {"b": data}}}
+
+    assert replay_in_debug_mode([record("shifted_read", "i + 1"), record("same_read", "i")]) == {
+        "shifted_read": OUT_OF_BOUNDS}

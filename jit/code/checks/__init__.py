@@ -7,15 +7,15 @@ read text (before anything is built), then those that compile or run kernels.
 
 from __future__ import annotations
 
-from jit.code.checks import compile, execute, semantic
+from jit.code.checks import bounds, compile, execute, semantic
 from jit.code.checks.base import LIVE, TEXT, Batch, Check  # noqa: F401  (the package's face)
 
-CHECKS: dict[str, Check] = {c.name: c for c in (semantic.CHECK, compile.CHECK, execute.CHECK)}
+CHECKS: dict[str, Check] = {c.name: c for c in (semantic.CHECK, compile.CHECK, execute.CHECK, bounds.CHECK)}
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "none": ("semantic",),  # codegen only: no compiler runs, but no record skips the semantic gate
     "compile": ("semantic", "compile"),
-    "execute": ("semantic", "compile", "execute"),
+    "execute": ("semantic", "compile", "execute", "bounds"),
 }
 
 
