@@ -30,8 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--categories", default=None,
                    help="comma-separated kernel categories (default all); see --list-categories")
     p.add_argument("--sources", default=None,
-                   help="comma-separated kernel sources (default all, in the default mix): realistic, patterns, "
-                        "mutants, random; see --list-categories")
+                   help="comma-separated kernel sources (default: the default mix, composed, patterns and "
+                        "mutants: kernels with a purpose; realistic and random are opt-in, for builtin coverage); "
+                        "see --list-categories")
     p.add_argument("--list-categories", action="store_true",
                    help="print the sources, their share of the default mix and their categories, then exit")
     p.add_argument("--complexity", choices=("small", "medium", "large", "mixed"), default="mixed",
@@ -95,11 +96,13 @@ def run(args, parser=None) -> int:
 
 def list_categories() -> str:
     """The sources with their share of the default mix, each with its categories and their weights."""
-    from jit.code.synthesis.generator import CATEGORIES, SOURCES
+    from jit.code.synthesis.generator import CATEGORIES, DEFAULT_SOURCES, SOURCES
 
     lines = []
+    total = sum(SOURCES[s][0] for s in DEFAULT_SOURCES)
     for source, (share, what) in SOURCES.items():
-        lines.append(f"{source} ({share:.0%} of the default mix): {what}")
+        where = f"{share / total:.0%} of the default mix" if source in DEFAULT_SOURCES else "opt-in: --sources " + source
+        lines.append(f"{source} ({where}): {what}")
         names = sorted(n for n, c in CATEGORIES.items() if c.source == source)
         lines += [f"  {n:24s} weight {CATEGORIES[n].weight:g}" for n in names] or ["  (no categories)"]
     return "\n".join(lines)

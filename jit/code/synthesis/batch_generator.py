@@ -58,10 +58,14 @@ class GeneratedKernels(Source):
         return run_part(run, part, progress)
 
     def describe(self) -> dict:
-        from jit.code.synthesis.generator import GENERATOR_VERSION, SOURCES
+        from jit.code.synthesis.generator import CATEGORIES, GENERATOR_VERSION, SOURCES, mix
 
+        shares: dict[str, float] = {}
+        for name, weight in zip(*mix(self.categories, self.sources)):
+            shares[CATEGORIES[name].source] = shares.get(CATEGORIES[name].source, 0.0) + weight
+        total = sum(shares.values()) or 1.0
         return {"warp_version": wb.warp_version(), "generator_version": GENERATOR_VERSION, "seed": self.seed,
-                "mix": {name: {"share": share, "what": what} for name, (share, what) in SOURCES.items()}}
+                "mix": {s: {"share": round(w / total, 4), "what": SOURCES[s][1]} for s, w in shares.items()}}
 
     def cleanup(self) -> None:
         wb.sweep_pch_folders()

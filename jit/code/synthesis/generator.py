@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jit.code.analysis.builtins import body_nodes, called_builtins, called_operators, warp_builtins  # noqa: F401
-from jit.code.synthesis.categories import CATEGORIES, SOURCES, Category
+from jit.code.synthesis.categories import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category
+from jit.code.synthesis.layout import format_source
 from jit.code.synthesis.stmt import KernelBuilder, Param
 
-__all__ = ["CATEGORIES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
+__all__ = ["CATEGORIES", "DEFAULT_SOURCES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
 
-GENERATOR_VERSION = 4  # bumped whenever the same (seed, index) may give a different kernel
+GENERATOR_VERSION = 5  # bumped whenever the same (seed, index) may give a different kernel
 
 
 @dataclass(slots=True)
@@ -58,6 +59,7 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
         if CATEGORIES[category].source == "mutants" or not too_small(source):
             break
     name = kb.name  # a builder may name its kernel by what it does (still ending in the suffix)
+    source = format_source(source)
     return KernelSpec(name, category, source, seed, index, attempt,
                       metadata(kb, source, category, seed, index, attempt, complexity))
 
@@ -76,14 +78,16 @@ def too_small(source: str) -> bool:
 
 
 def choosable(categories: Sequence[str] | None, sources: Sequence[str] | None = None) -> list[str]:
-    """The categories an item may be drawn from: those named, else those of the named sources, else all."""
+    """The categories an item may be drawn from: those named, else those of the named sources, else
+    those of the default mix (``DEFAULT_SOURCES``)."""
     if sources is not None:
         wanted = list(dict.fromkeys(sources))
         unknown = [s for s in wanted if s not in SOURCES]
         if unknown or not wanted:
             raise ValueError(f"unknown sources {unknown or wanted}; valid choices: {', '.join(SOURCES)}")
     if categories is None:
-        return [n for n, c in CATEGORIES.items() if sources is None or c.source in sources]
+        wanted = DEFAULT_SOURCES if sources is None else sources
+        return [n for n, c in CATEGORIES.items() if c.source in wanted]
     names = list(dict.fromkeys(categories))
     unknown = [n for n in names if n not in CATEGORIES]
     if unknown or not names:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jit.code.synthesis import expr as E
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.expr import Expr
 from jit.code.synthesis.stmt import INDENT, Assign, KernelBuilder, Profile, Store
 from jit.code.synthesis.types import WType

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from jit.code.synthesis import expr as E
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.stmt import Assign, If, KernelBuilder, Profile, read_array
 from jit.code.synthesis.types import WType
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from jit.code.synthesis import expr as E
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.basic import standard
 from jit.code.synthesis.stmt import Assign, KernelBuilder, Line, Profile
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from jit.code.synthesis import expr as E
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Profile
 
 TILE_NAMES = ("tile", "block", "vals", "rows", "data", "chunk", "lanes", "scan", "part", "buf", "cols", "w_tile")

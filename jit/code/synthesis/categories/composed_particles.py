@@ -1,0 +1,495 @@
+"""Composed kernels over particles, edges and contacts: integration, springs, contacts, distance
+and position-based constraints, collisions, cloth triangles, granular contacts, emitters.
+
+Each category is a job people write Warp kernels for: it picks its index space, gathers the
+item's data, wires one to several pieces (``jit.code.synthesis.pieces``) by data flow and stores
+or scatters the results, varied the ways real projects vary (precision, 2D or 3D, layouts,
+``@wp.struct`` parameters, ``@wp.func`` helpers, count guards). The kernel's docstring and
+``meta["record"]["purpose"]`` say what it does, composed from what its pieces say.
+"""
+
+from __future__ import annotations
+
+from jit.code.synthesis import types as T
+from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.pieces import PIECES, Draft
+from jit.code.synthesis.pieces import roles as R
+from jit.code.synthesis.pieces.base import INDENT, Role
+from jit.code.synthesis.pieces.kit import (RESPONSES, Items, active_mask, collide,
+                                           corner, draft, endpoints, items, join, neighbour_loop, particle_state,
+                                           pick_weighted, pick_weighted_colliders, says, scatter_pair, store_state, style, total)
+
+
+SOURCE = "composed"
+
+
+# ---------------------------------------------------------------------------------------------
+# particles
+
+
+PARTICLE_FORCES = ["linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force",
+                   "ground_penalty_force"]
+INTEGRATORS = ["symplectic_euler", "explicit_euler", "verlet_kick_drift"]
+
+
+@register("integrate_particles", 3.5, source=SOURCE)
+def integrate_particles(rng, name, suffix, complexity):
+    st = style(rng)
+    d = draft(rng, suffix, st, ("SimParams", "StepParams", "Settings"))
+    in_place = rng.random() < 0.5
+    its = items(d, "particles", (16, 20, 32, 50, 64, 100, 128), ("num_particles", "particle_count", "n"))
+    state = particle_state(d, {"x": ("positions", "particle_x", "x"), "v": ("velocities", "particle_v", "v")},
+                           in_place)
+    x, v = state.read("x"), state.read("v")
+    d.gather_here()
+    w = d.w
+    kinematic = in_place and rng.random() < 0.3
+    if kinematic:  # pinned particles (zero inverse mass) keep their state
+        inv_mass = d.array(R.INV_MASS.names, "scalar", lo=R.INV_MASS.lo, hi=R.INV_MASS.hi)
+        d.resolved[R.INV_MASS] = w.let(("w", "inv_m"), f"{inv_mass}[tid]")
+        w.add(f"if {d.resolved[R.INV_MASS]} == {w.lit(0.0)}:", f"{INDENT}return")
+    substeps = rng.random() < 0.15
+    if substeps:
+        d.resolved[R.TIME_STEP] = d.scalar(("substep_dt", "sub_dt"), lo=R.TIME_STEP.lo, hi=R.TIME_STEP.hi)
+        steps = d.scalar(("num_substeps", "substeps"), T.INT32, 2, 4, groupable=False)
+        w.in_place = True
+        w.add(f"for _ in range({steps}):")
+        w.depth += 1
+        d.differentiable = False  # a loop of a run-time count: no gradient check
+    forces = pick_weighted(rng, PARTICLE_FORCES, rng.choice((0, 1, 1, 2, 2, 3)))
+    terms, phrases = [], []
+    if rng.random() < 0.35:
+        f_ext = d.array(("f_ext", "external_forces", "forces"), "vec", lo=-1.0, hi=1.0)
+        terms.append(f"{f_ext}[tid]")
+        phrases.append("external forces")
+    for f in forces:
+        terms.append(d.use(f, x=x, v=v)["f"])
+        phrases.append(says(f))
+    if terms:
+        f_total = total(d, terms, ("f", "force", "f_total", "f_sum"))
+        acc = rng.choice(("acceleration_from_inverse_mass", "acceleration_from_mass"))
+        if kinematic:
+            acc = "acceleration_from_inverse_mass"
+        a = d.use(acc, f=f_total)["a"]
+    else:
+        a = d.resolve(R.GRAVITY)
+    damping = rng.choice((None, None, "linear_damping", "exponential_damping"))
+    if damping:
+        v = d.use(damping, v=v)["v"]
+    integrator = rng.choices(INTEGRATORS, [PIECES[i].weight for i in INTEGRATORS])[0]
+    out = d.use(integrator, x=x, v=v, a=a)
+    x, v = out["x"], out["v"]
+    limit = rng.random() < 0.2
+    if limit:
+        v = d.use("clamp_speed", v=v)["v"]
+    colliders = pick_weighted_colliders(rng)
+    if "ground_penalty_force" in forces:  # the ground already pushes back: no second ground on top
+        colliders = [c for c in colliders if c != "ground"]
+    contact = ""
+    if colliders:
+        x, v, contact = collide(d, x, v, colliders, rng.choice(RESPONSES))
+    if substeps:
+        w.depth -= 1
+    store_state(state, {"x": x, "v": v} if rng.random() < 0.5 else {"v": v, "x": x})
+    energy = ""
+    if rng.random() < 0.15 and not substeps:
+        ke = d.array(("kinetic_energy", "energy"), "scalar", "out", shape=(1,))
+        mass = d.resolved.get(R.MASS)
+        weight = f"{mass} * " if mass else ""
+        w.add(f"wp.atomic_add({ke}, 0, {w.lit(0.5)} * {weight}wp.dot({v}, {v}))")
+        energy = "and sum their kinetic energy" + ("" if mass else " per unit mass")
+    purpose = f"Advance {its.noun} in {st.dim}D by {says(integrator)} under {join(['gravity', *phrases])}"
+    if damping:
+        purpose += f" with {says(damping)}"
+    if limit:
+        purpose += f", under {says('clamp_speed')}"
+    if contact:
+        purpose += f", then resolve {contact}"
+    if energy:
+        purpose += f", {energy}"
+    detail = ""
+    if substeps:
+        detail = "The step is split into substeps of equal length."
+    base = rng.choice(("integrate_particles", "step_particles", "advance_particles", "integrate"))
+    return d.finish(base, [its.launch], purpose, detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# edges and pairs
+
+
+def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str) -> tuple[Draft, Items, int, str, str]:
+    st = style(rng, f64=0.15)
+    d = draft(rng, suffix, st, groups)
+    n_particles = rng.choice((16, 32, 64))
+    its = items(d, noun, (24, 48, 64, 96, 128), (f"num_{noun}", f"{noun[:-1]}_count"), guard=0.25)
+    i, j = endpoints(d, n_particles, its.n)
+    d.gather_here()
+    return d, its, n_particles, i, j
+
+
+MAX_STRAIN = Role("breaking strain", "scalar", 0.1, 0.5, ("max_strain", "break_strain", "tear_threshold"))
+
+
+@register("spring_forces", 1.5, source=SOURCE)
+def spring_forces(rng, name, suffix, complexity):
+    d, its, n_particles, i, j = edge_setup(rng, suffix, ("SpringParams", "Material"), "springs")
+    w, pshape = d.w, (n_particles,)
+    which = active_mask(d, "springs") or "each spring"
+    which = "each active spring" if which == "active springs" else which
+    x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
+    x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
+    geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
+    law = rng.choice(("hooke_force", "hooke_force", "tension_only_force"))
+    terms = [d.use(law, **geo)["f"]]
+    phrases = [says(law)]
+    if rng.random() < 0.5:
+        v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
+        terms.append(d.use("spring_damping_force", n=geo["n"], v_i=f"{v}[{i}]", v_j=f"{v}[{j}]")["f"])
+        phrases.append(says("spring_damping_force"))
+    f = total(d, terms, ("f", "force", "f_total", "f_ij"))
+    forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=pshape)
+    extra = []
+    kind = rng.choices(("none", "energy_total", "energy_each", "strain", "break"), (5, 1, 1, 1, 1))[0]
+    if kind.startswith("energy"):
+        e = d.use("spring_energy", length=geo["length"])["e"]
+        if kind == "energy_total":
+            energy = d.array(("total_energy", "potential_energy"), "scalar", "out", shape=(1,))
+            w.add(f"wp.atomic_add({energy}, 0, {e})")
+            extra.append(f"sum {says('spring_energy')} into a total")
+        else:
+            energy = d.array(("spring_energy", "energies"), "scalar", "out")
+            w.add(f"{energy}[tid] = {e}")
+            extra.append(f"store {says('spring_energy')}")
+    elif kind in ("strain", "break"):
+        strain = d.use("edge_strain", length=geo["length"])["strain"]
+        if kind == "strain":
+            out = d.array(("strain", "edge_strain"), "scalar", "out")
+            w.add(f"{out}[tid] = {strain}")
+            extra.append(f"store {says('edge_strain')}")
+        else:
+            broken = d.array(("broken", "torn", "break_flags"), T.INT32, "out")
+            w.comment("flag overstretched springs; the caller removes them before the next step")
+            w.add(f"if {strain} > {d.resolve(MAX_STRAIN)}:", f"{INDENT}{broken}[tid] = 1")
+            extra.append("flag the springs stretched past a breaking strain")
+    if rng.random() < 0.5:
+        w.comment("equal and opposite: the pair's forces sum to zero")
+    scatter_pair(d, forces, i, j, f)
+    system = f"a {d.style.dim}D mass-spring system"
+    purpose = f"Accumulate {join(phrases)} on the particles at both ends of {which} of {system}"
+    if extra:
+        purpose += f", and {join(extra)}"
+    base = rng.choice(("eval_springs", "spring_forces", "accumulate_spring_forces", "compute_spring_forces"))
+    return d.finish(base, [its.launch], purpose)
+
+
+@register("particle_contacts", 0.8, source=SOURCE)
+def particle_contacts(rng, name, suffix, complexity):
+    d, its, n_particles, i, j = edge_setup(rng, suffix, ("ContactParams",), "contacts")
+    w, pshape = d.w, (n_particles,)
+    if rng.random() < 0.5:  # padded broad-phase lists pair a particle with itself
+        w.add(f"if {i} == {j}:", f"{INDENT}return")
+    x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
+    x_i, x_j = w.let(("xi", "x_i"), f"{x}[{i}]"), w.let(("xj", "x_j"), f"{x}[{j}]")
+    geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
+    if rng.random() < 0.5:
+        radii = d.array(("radius", "particle_radius", "radii"), "scalar", lo=0.05, hi=0.2, shape=pshape)
+        reach = w.let(("reach", "contact_dist"), f"{radii}[{i}] + {radii}[{j}]")
+        sized = "the sum of their radii"
+    else:
+        reach = w.let(("reach", "contact_dist"), f"{w.lit(2.0)} * {d.resolve(R.RADIUS, per_item=False)}")
+        sized = "twice a common radius"
+    terms = [d.use("contact_penalty_force", n=geo["n"], length=geo["length"], reach=reach)["f"]]
+    extra = pick_weighted(rng, ["contact_damping_force", "contact_friction_force"], rng.choice((0, 0, 1, 2)))
+    if extra:
+        v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
+        v_i, v_j = w.let(("vi", "v_i"), f"{v}[{i}]"), w.let(("vj", "v_j"), f"{v}[{j}]")
+        for piece_name in extra:
+            terms.append(d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_i=v_i, v_j=v_j)["f"])
+    f = total(d, terms, ("f", "force", "f_contact_total"))
+    forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=pshape)
+    scatter_pair(d, forces, i, j, f)
+    what = join([says("contact_penalty_force"), *(says(e) for e in extra)])
+    purpose = f"Accumulate {what} over candidate pairs of {d.style.dim}D particles, touching within {sized}"
+    return d.finish(rng.choice(("particle_contacts", "eval_contacts", "collide_pairs")), [its.launch], purpose)
+
+
+@register("distance_constraints", 1.2, source=SOURCE)
+def distance_constraints(rng, name, suffix, complexity):
+    d, its, n_particles, i, j = edge_setup(rng, suffix, ("SolverParams", "ConstraintParams"), "constraints")
+    w, pshape = d.w, (n_particles,)
+    which = "each active edge" if active_mask(d, "constraints") else "each edge"
+    x = d.array(("positions", "predicted", "particle_x"), "vec", lo=-1.0, hi=1.0, shape=pshape)
+    inv_mass = d.array(R.INV_MASS.names, "scalar", lo=0.0, hi=2.0, shape=pshape)
+    x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
+    geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
+    measured = ""
+    if rng.random() < 0.3:  # the rest length is that of the rest shape, not a stored number
+        x_rest = d.array(("rest_positions", "x_rest", "rest_x"), "vec", lo=-1.0, hi=1.0, shape=pshape)
+        d.resolved[R.REST_LENGTH] = w.let(("rest", "rest_len"), f"wp.length({x_rest}[{j}] - {x_rest}[{i}])")
+        measured = " (rest lengths measured on the rest shape)"
+    solver = rng.choice(("distance_projection", "xpbd_distance", "tether_projection"))
+    out = d.use(solver, n=geo["n"], length=geo["length"], w_i=f"{inv_mass}[{i}]", w_j=f"{inv_mass}[{j}]")
+    deltas = d.array(("deltas", "delta_x", "corrections"), "vec", rng.choice(("out", "inout")), shape=pshape)
+    scatter_pair(d, deltas, i, j, out["dx_i"], out["dx_j"])
+    extra = []
+    if rng.random() < 0.3:  # for averaging the corrections afterwards (Jacobi iteration)
+        counts = d.array(("constraint_count", "counts"), T.INT32, "out", shape=pshape)
+        w.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
+        extra.append("count the constraints on each particle for averaging")
+    if rng.random() < 0.25:
+        err = d.array(("constraint_error", "violation", "residual"), "scalar", "out")
+        w.add(f"{err}[tid] = wp.abs({geo['length']} - {d.resolve(R.REST_LENGTH)})")
+        extra.append("store each constraint's violation")
+    purpose = f"Solve {says(solver)} for {which} of a {d.style.dim}D particle system{measured}, " \
+              "accumulating the corrections of both particles"
+    if extra:
+        purpose += f"; {join(extra)}"
+    base = rng.choice(("solve_distance_constraints", "solve_springs", "project_edges", "solve_edges"))
+    return d.finish(base, [its.launch], purpose)
+
+
+# ---------------------------------------------------------------------------------------------
+# collisions and position-based steps
+
+
+@register("collide_particles", 0.8, source=SOURCE)
+def collide_particles(rng, name, suffix, complexity):
+    d = draft(rng, suffix, style(rng), ("ContactParams", "ColliderParams"))
+    its = items(d, "particles", (16, 32, 50, 64, 128), ("num_particles", "n"))
+    state = particle_state(d, {"x": ("positions", "particle_x", "x"), "v": ("velocities", "particle_v", "v")},
+                           in_place=rng.random() < 0.6)
+    d.gather_here()
+    colliders = pick_weighted_colliders(rng) or [rng.choice(("ground", "sdf"))]
+    x, v, contact = collide(d, state.read("x"), state.read("v"), colliders, rng.choice(RESPONSES))
+    store_state(state, {"x": x, "v": v})
+    purpose = f"Resolve {d.style.dim}D particle {contact}"
+    return d.finish(rng.choice(("collide", "resolve_collisions", "handle_contacts")), [its.launch], purpose)
+
+
+@register("pbd_update", 1.0, source=SOURCE)
+def pbd_update(rng, name, suffix, complexity):
+    d = draft(rng, suffix, style(rng), ("SolverParams",))
+    w = d.w
+    its = items(d, "particles", (16, 32, 64, 100), ("num_particles", "n"))
+    job = rng.choice(("apply", "velocity", "predict", "predict"))
+    if job == "apply":
+        x = d.array(("positions", "predicted", "particle_x"), "vec", "inout")
+        deltas = d.array(("deltas", "delta_x", "corrections"), "vec", rng.choice(("in", "inout")))
+        d.gather_here()
+        if rng.random() < 0.6:
+            counts = d.array(("constraint_count", "counts"), T.INT32, lo=0, hi=6)
+            dx = d.use("averaged_correction", delta=f"{deltas}[tid]", count=f"{counts}[tid]")["dx"]
+            what = says("averaged_correction")
+        else:
+            dx, what = f"{deltas}[tid]", "the accumulated corrections"
+        w.add(f"{x}[tid] = {x}[tid] + {dx}")
+        purpose = f"Apply {what} to the predicted positions of {d.style.dim}D particles"
+        if d.inputs[1].role == "inout":
+            w.add(f"{deltas}[tid] = {d.style.zero()}")
+            purpose += ", and clear the accumulator for the next iteration"
+        base = rng.choice(("apply_deltas", "apply_corrections", "jacobi_update"))
+    elif job == "velocity":
+        x_prev = d.array(("x_prev", "positions_old", "x0"), "vec")
+        x_pred = d.array(("x_pred", "predicted", "positions"), "vec")
+        v_out = d.array(("velocities", "v_out", "particle_v"), "vec", "out")
+        d.gather_here()
+        v = d.use("velocity_from_positions", x_prev=f"{x_prev}[tid]", x=f"{x_pred}[tid]")["v"]
+        tail = ""
+        if rng.random() < 0.4:
+            v = d.use(rng.choice(("linear_damping", "exponential_damping")), v=v)["v"]
+            tail = f", with {says(d.used[-1])}"
+        if rng.random() < 0.3:
+            v = d.use("clamp_speed", v=v)["v"]
+            tail += f" under {says('clamp_speed')}"
+        w.add(f"{v_out}[tid] = {v}")
+        purpose = f"Finish a {d.style.dim}D position-based step: {says('velocity_from_positions')}{tail}"
+        base = rng.choice(("update_velocities", "finalize_step", "pbd_velocities"))
+    else:
+        state = particle_state(d, {"x": ("positions", "particle_x", "x"), "v": ("velocities", "particle_v", "v")},
+                               in_place=True)
+        if not state.aos:  # the positions are only read: the prediction goes to its own array
+            next(a for a in d.inputs if a.name == state.fields["x"][0]).role = "in"
+        pred = d.array(("predicted", "x_pred", "p"), "vec", "out")
+        d.gather_here()
+        x, v = state.read("x"), state.read("v")
+        forces = pick_weighted(rng, PARTICLE_FORCES[:-1], rng.choice((0, 1, 1, 2)))
+        if forces:
+            f = total(d, [d.use(name_, x=x, v=v)["f"] for name_ in forces], ("f", "force", "f_total"))
+            a = d.use(rng.choice(("acceleration_from_inverse_mass", "acceleration_from_mass")), f=f)["a"]
+            loads = join(["gravity", *(says(f_) for f_ in forces)])
+        else:
+            a, loads = d.resolve(R.GRAVITY), "gravity"
+        damping = rng.choice((None, None, "linear_damping", "exponential_damping"))
+        if damping:
+            v = d.use(damping, v=v)["v"]
+            loads += f", with {says(damping)}"
+        w.pinned.add(x)
+        out = d.use("symplectic_euler", x=x, v=v, a=a)
+        store_state(state, {"v": out["v"]})
+        w.add(f"{pred}[tid] = {out['x']}")
+        purpose = f"Predict {d.style.dim}D particle positions for a position-based step by " \
+                  f"{says('symplectic_euler')} under {loads}"
+        base = rng.choice(("predict_positions", "pbd_predict", "integrate_predict"))
+    return d.finish(base, [its.launch], purpose)
+
+
+# ---------------------------------------------------------------------------------------------
+# surfaces and granular contacts
+
+
+@register("triangle_forces", 0.8, source=SOURCE)
+def triangle_forces(rng, name, suffix, complexity):
+    d = draft(rng, suffix, style(rng, f64=0.15, dims=(3,)), ("AeroParams", "ClothParams"))
+    w, st = d.w, d.style
+    its = items(d, "triangles", (16, 32, 64), ("num_triangles", "tri_count"), guard=0.25)
+    n_particles = rng.choice((16, 32, 64))
+    hi = n_particles - 1
+    if rng.random() < 0.5:
+        tris = d.array(("indices", "tri_indices"), T.INT32, lo=0, hi=hi, shape=(3 * its.n,))
+        verts = [w.let(f"i{a}", f"{tris}[{corner(3, a)}]") for a in range(3)]
+    else:
+        tris = d.array(("tris", "triangles", "faces"), T.VEC3I, lo=0, hi=hi)
+        t = w.let(("t", "tri", "face"), f"{tris}[tid]")
+        verts = [w.let(f"i{a}", f"{t}[{a}]") for a in range(3)]
+    x = d.array(R.POSITION.names, "vec", shape=(n_particles,))
+    xs = [w.let(f"x{a}", f"{x}[{v}]") for a, v in enumerate(verts)]
+    d.gather_here()
+    geo = d.use("triangle_normal_area", x0=xs[0], x1=xs[1], x2=xs[2])
+    loads = pick_weighted(rng, ["normal_drag_force", "inflation_force"], rng.choice((1, 1, 2)))
+    terms, phrases = [], []
+    for load in loads:
+        if load == "normal_drag_force":
+            v = d.array(R.VELOCITY.names, "vec", shape=(n_particles,))
+            w.comment("the face moves with the mean of its vertices' velocities")
+            v_face = w.let(("v_face", "v_avg"), f"({' + '.join(f'{v}[{i}]' for i in verts)}) / {st.lit(3.0)}")
+            if rng.random() < 0.5:
+                v_face = w.let(("v_rel", "v_air"), f"{v_face} - {d.resolve(R.WIND)}")
+                phrases.append(f"{says(load)} in a wind")
+            else:
+                phrases.append(says(load))
+            terms.append(d.use(load, n=geo["n"], area=geo["area"], v_rel=v_face)["f"])
+        else:
+            terms.append(d.use(load, n=geo["n"], area=geo["area"])["f"])
+            phrases.append(says(load))
+    f = total(d, terms, ("f", "f_face", "force"))
+    forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=(n_particles,))
+    w.comment("each vertex carries a third of the face's load") if rng.random() < 0.5 else None
+    share = w.let(("f_vertex", "share"), f"{f} / {st.lit(3.0)}")
+    for v in verts:
+        w.add(f"wp.atomic_add({forces}, {v}, {share})")
+    purpose = f"Accumulate {join(phrases)} of triangles, shared equally among their vertices"
+    if rng.random() < 0.3:
+        which = rng.choice(("n", "area"))
+        out = d.array(("face_normals", "normals") if which == "n" else ("face_areas", "areas"),
+                      "vec" if which == "n" else "scalar", "out")
+        w.add(f"{out}[tid] = {geo[which]}")
+        purpose += f", and store their {'normals' if which == 'n' else 'areas'}"
+    return d.finish(rng.choice(("eval_aerodynamics", "triangle_forces", "face_loads")), [its.launch], purpose)
+
+
+@register("granular_contacts", 1.0, source=SOURCE)
+def granular_contacts(rng, name, suffix, complexity):
+    st = style(rng, f64=0.1, dim2=0.4)
+    d = draft(rng, suffix, st, ("DEMParams", "ContactParams"))
+    w = d.w
+    n = rng.choice((16, 32, 64))
+    d.item_shape = (n,)
+    x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0)
+    xi = w.let(("xi", "x_i"), f"{x}[tid]")
+    extra = pick_weighted(rng, ["contact_damping_force", "contact_friction_force"], rng.choice((0, 1, 2)))
+    if extra:
+        v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0)
+        vi = w.let(("vi", "v_i"), f"{v}[tid]")
+    if rng.random() < 0.5:
+        radii = d.array(("radius", "radii", "particle_radius"), "scalar", lo=0.05, hi=0.2)
+        ri = w.let(("ri", "r_i"), f"{radii}[tid]")
+        sized = "the sum of their radii"
+    else:
+        radii, sized = None, "twice a common radius"
+    f = w.let(("f", "force", "f_total"), st.zero())
+    j, how = neighbour_loop(d, n, x)
+    with w.block(f"if {j} != tid"):
+        geo = d.use("edge_geometry", x_i=xi, x_j=f"{x}[{j}]")
+        reach = f"{ri} + {radii}[{j}]" if radii else f"{st.lit(2.0)} * {d.resolve(R.RADIUS, per_item=False)}"
+        reach = w.let(("reach", "contact_dist"), reach)
+        w.add(f"{f} += {d.use('contact_penalty_force', n=geo['n'], length=geo['length'], reach=reach)['f']}")
+        for piece_name in extra:
+            term = d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_i=vi, v_j=f"{v}[{j}]")["f"]
+            w.add(f"{f} += {term}")
+    w.depth -= 1
+    what = join([says("contact_penalty_force"), *(says(e) for e in extra)])
+    if rng.random() < 0.4:  # and take the step right away
+        inv_mass = d.resolve(R.INV_MASS, per_item=True)
+        w.pinned.clear()
+        v_cur = vi if extra else w.let(("vi", "v_i"), f"{d.array(R.VELOCITY.names, 'vec', lo=-1.0, hi=1.0)}[tid]")
+        a = d.use("acceleration_from_inverse_mass", f=f, inv_mass=inv_mass)["a"]
+        out = d.use("symplectic_euler", x=xi, v=v_cur, a=a)
+        x_out = d.array(("x_new", "positions_out"), "vec", "out")
+        v_out = d.array(("v_new", "velocities_out"), "vec", "out")
+        w.add(f"{x_out}[tid] = {out['x']}", f"{v_out}[tid] = {out['v']}")
+        purpose = f"Advance {st.dim}D granular particles by {says('symplectic_euler')} under gravity and {what} " \
+                  f"{how}, " \
+                  f"touching within {sized}"
+    else:
+        forces = d.array(("forces", "particle_f", "f_out"), "vec", "out")
+        w.add(f"{forces}[tid] = {f}")
+        purpose = f"Sum {what} on each of the {st.dim}D particles {how}, touching within {sized}"
+    return d.finish(rng.choice(("dem_contacts", "granular_forces", "eval_particle_contacts")), [n], purpose)
+
+
+LIFETIME = Role("lifetime", "scalar", 0.5, 2.0, ("lifetime", "max_age", "life"))
+EMIT_SPEED = Role("emission speed", "scalar", 0.5, 3.0, ("emit_speed", "launch_speed", "speed"))
+
+
+@register("emit_particles", 0.7, source=SOURCE)
+def emit_particles(rng, name, suffix, complexity):
+    d = draft(rng, suffix, style(rng, f64=0.0, dim2=0.3), ("EmitterParams", "Emitter"))
+    w, st = d.w, d.style
+    its = items(d, "particles", (32, 64, 100, 128), ("num_particles", "max_particles"), guard=0.3)
+    x = d.array(R.POSITION.names, "vec", "inout")
+    v = d.array(R.VELOCITY.names, "vec", "inout")
+    d.gather_here()
+    test = rng.choice(("age", "ground", "box"))
+    if test == "age":
+        age = d.array(("age", "ages", "particle_age"), "scalar", "inout", lo=0.0, hi=2.0)
+        dt, life = d.resolve(R.TIME_STEP), d.resolve(LIFETIME)
+        a = w.let(("a", "t_alive"), f"{age}[tid] + {dt}")
+        w.add(f"{age}[tid] = {a}")
+        cond, why = f"{a} > {life}", "that outlived their lifetime"
+    elif test == "ground":
+        cond, why = f"{x}[tid][1] < {d.resolve(R.GROUND)}", "that fell below the ground"
+    else:
+        lo, hi = d.resolve(R.BOX_LOWER), d.resolve(R.BOX_UPPER)
+        p = w.let(("p", "xi"), f"{x}[tid]")
+        outside = " or ".join(f"{p}[{a}] < {lo}[{a}] or {p}[{a}] > {hi}[{a}]" for a in range(st.dim))
+        cond, why = outside, "that left the domain box"
+    with w.block(f"if {cond}"):
+        seed = d.scalar(("seed", "frame_seed", "rng_seed"), T.INT32, 0, 1000, groupable=False)
+        state = w.let(("state", "rng"), f"wp.rand_init({seed}, tid)")
+        if st.dim == 3 and rng.random() < 0.5:
+            emitter_center = d.resolve(Role("emitter center", "vec", -0.5, 0.5, ("emitter_center", "source")))
+            d.resolved[R.CENTER] = emitter_center
+            d.resolved[R.SPHERE_RADIUS] = d.resolve(Role("emitter radius", "scalar", 0.1, 0.5,
+                                                         ("emitter_radius", "source_radius")))
+            spawn = d.use("random_point_in_ball", inline=True, state=state)["p"]
+            where = says("random_point_in_ball").replace("uniform random points", "a random point")
+        else:
+            lower = d.resolve(Role("emitter lower", "vec", -0.5, -0.2, ("emitter_lower", "spawn_min"), family="spawn"))
+            upper = d.resolve(Role("emitter upper", "vec", 0.2, 0.5, ("emitter_upper", "spawn_max"), family="spawn"))
+            spawn = d.use("random_point_in_box", inline=True, state=state, lower=lower, upper=upper)["p"]
+            where = "a random point in an emitter box"
+        w.add(f"{x}[tid] = {spawn}")
+        if st.dim == 3 and rng.random() < 0.5:
+            direction = d.use("random_unit_vector", inline=True, state=state)["d"]
+            w.add(f"{v}[tid] = {direction} * {d.resolve(EMIT_SPEED)}")
+            speed = "with a random direction at the emission speed"
+        else:
+            w.add(f"{v}[tid] = {st.zero()}")
+            speed = "at rest"
+        if test == "age":
+            w.add(f"{age}[tid] = {st.lit(0.0)}")
+    d.differentiable = False
+    purpose = f"Respawn particles {why} at {where}, {speed}"
+    return d.finish(rng.choice(("respawn_particles", "emit", "recycle_particles")), [its.launch], purpose,
+                    "The seed changes every frame; the same seed gives the same particles.")

@@ -1,0 +1,39 @@
+"""The registry of kernel categories and the sources they belong to (see the package's docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    build: Callable  # (rng, kernel name, suffix, complexity) -> KernelBuilder
+    weight: float = 1.0  # within its source
+    source: str = "random"
+
+
+# source -> (its share of a mix that draws it, what it is)
+SOURCES: dict[str, tuple[float, str]] = {
+    "realistic": (0.30, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
+    "patterns": (0.20, "skeletons of what simulation and graphics kernels do, randomised in their details"),
+    "mutants": (0.35, "type-correct mutations of real kernels from Warp's own examples and tests"),
+    "random": (0.15, "the typed random-program generator, for coverage of Warp's builtins"),
+    "composed": (0.30, "kernels composed from pieces with a purpose (integrators, forces, stencils, ...)"),
+}
+
+# the sources a run draws from when it names none: kernels with a purpose only; the others are
+# opt-in (--sources realistic,random), kept for builtin coverage
+DEFAULT_SOURCES: tuple[str, ...] = ("composed", "patterns", "mutants")
+
+CATEGORIES: dict[str, Category] = {}
+
+
+def register(name: str, weight: float = 1.0, source: str = "random"):
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r} for category {name!r}")
+
+    def wrap(fn):
+        CATEGORIES[name] = Category(fn, weight, source)
+        return fn
+    return wrap

@@ -1,0 +1,295 @@
+"""A kernel being composed from pieces: its inputs, helpers, body, and the finished source.
+
+``Draft.use(piece, **bound)`` wires one piece: inputs the caller binds are used as given, the
+others become kernel inputs of the piece's roles (one value for all items, an array read per
+item, or a field of a ``@wp.struct`` parameter group), and the piece writes its lines, inline or
+as a ``@wp.func`` helper. ``finish`` lays the source out with ``layout.format_source`` and
+returns an object the generator reads like a ``KernelBuilder`` (``source()``, ``params``,
+``dims``, ``meta``...), whose ``meta["record"]["purpose"]`` says what the kernel is for.
+
+Every input is described by its shape and a safe value range, so the kernel runs on random
+input; what it leaves out: choosing a job and its pieces (``categories.composed_*``).
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+import textwrap
+from dataclasses import dataclass
+
+from jit.code.synthesis import types as T
+from jit.code.synthesis.layout import format_source
+from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, Writer
+from jit.code.synthesis.types import WType
+
+DOC_WIDTH = 96  # docstring text columns (black leaves docstrings as written)
+
+
+@dataclass(slots=True)
+class Input:
+    """A kernel parameter as the generator's launch description reads it."""
+
+    name: str
+    kind: str  # array | scalar | struct
+    dtype: WType
+    ndim: int = 1
+    role: str = "in"  # in | out | inout
+    value_range: tuple[float, float] = (-1.0, 1.0)
+    shape: tuple[int, ...] | None = None
+    spelled: str = ""
+
+    def annotation(self) -> str:
+        if self.kind == "array":
+            ndim = f", ndim={self.ndim}" if self.ndim > 1 else ""
+            return f"wp.array(dtype={self.spelled}{ndim})"
+        return self.spelled
+
+
+@dataclass(slots=True)
+class Composed:
+    """A finished kernel, shaped as the generator expects a category's builder result."""
+
+    name: str
+    text: str
+    params: list[Input]
+    dims: list[int]
+    funcs: list[str]
+    structs: list[tuple[WType, str]]
+    meta: dict
+    budget: int
+    block_dim: int | None = None
+
+    def source(self) -> str:
+        return self.text
+
+
+@dataclass(slots=True)
+class Uniform:
+    """One value for all items: a plain parameter, or a field of the kernel's parameter struct."""
+
+    name: str
+    dtype: WType
+    lo: float
+    hi: float
+    token: str
+    grouped: bool = False
+    value: str = ""  # how the body reads it: the name, or ``params.name``
+
+
+class Draft:
+    """One kernel in the making (see the module docstring)."""
+
+    def __init__(self, rng: random.Random, suffix: str, style: Style, group: str | None = None):
+        self.rng = rng
+        self.suffix = suffix
+        self.style = style
+        self.w = Writer(style, rng, chatty=rng.random() < 0.6, suffix=suffix)
+        self.w.taken |= {"wp", "tid", "float", "int", "range", "min", "max", "abs", "len"}
+        self.inputs: list[Input] = []
+        self.uniforms: dict[str, Uniform] = {}
+        self.resolved: dict[Role, str] = {}  # role -> expression of the kernel input bound to it
+        self.families: dict[str, int] = {}  # role family -> position of the names it took
+        self.structs: list[tuple[WType, str]] = []
+        self.group = group  # struct type base name for uniform parameters, or None
+        self.group_range: tuple[float, float] | None = None
+        self.helpers = rng.random() < 0.35  # this author factors pieces into @wp.func helpers
+        self.used: list[str] = []  # pieces, in order
+        self.results: dict[str, str] = {}  # helper -> the name its body gives its result
+        self.differentiable = True
+        self.item = "tid"  # the index of per-item arrays of the launch's items
+        self.item_shape: tuple[int, ...] = ()
+        self.gather_at: int | None = None  # where per-item reads go (a line of the body), once known
+
+    # ----- inputs
+
+    def array(self, names: str | tuple[str, ...], dtype: WType | str, role: str = "in", lo: float = -1.0,
+              hi: float = 1.0, shape: tuple[int, ...] | None = None) -> str:
+        """An array parameter (``dtype`` a WType or a role kind); returns its name."""
+        t = self.style.wtype(dtype) if isinstance(dtype, str) else dtype
+        name = self.w.fresh(*((names,) if isinstance(names, str) else names))
+        shape = shape or self.item_shape
+        self.inputs.append(Input(name, "array", t, len(shape), role, (lo, hi), shape, self.style.spell(t)))
+        return name
+
+    def scalar(self, names: str | tuple[str, ...], dtype: WType | str = "scalar", lo: float = -1.0,
+               hi: float = 1.0, groupable: bool = True) -> str:
+        """A value for all items; with a parameter group, possibly a struct field (decided at the end)."""
+        t = self.style.wtype(dtype) if isinstance(dtype, str) else dtype
+        name = self.w.fresh(*((names,) if isinstance(names, str) else names))
+        token = f"__uniform_{name}__"
+        grouped = False
+        if self.group and groupable:
+            lo_g, hi_g = self.group_range or (lo, hi)
+            lo_g, hi_g = max(lo, lo_g), min(hi, hi_g)
+            if lo_g < hi_g or (lo_g == hi_g and lo == hi):
+                self.group_range, grouped = (lo_g, hi_g), True
+        self.uniforms[name] = Uniform(name, t, lo, hi, token, grouped)
+        return token
+
+    def count(self, names: str | tuple[str, ...], n: int) -> str:
+        """An ``int`` count parameter whose value is always ``n`` (a real count the caller passes)."""
+        return self.scalar(names, T.INT32, n, n, groupable=False)
+
+    def struct(self, base: str, fields: list[tuple[str, WType]]) -> WType:
+        """A ``@wp.struct`` type named ``base_<suffix>``."""
+        t = WType(f"{base}_{self.suffix}", "struct", fields=tuple(fields))
+        body = "\n".join(f"{INDENT}{n}: {self.style.spell(ft)}" for n, ft in fields)
+        self.structs.append((t, f"@wp.struct\nclass {t.name}:\n{body}"))
+        return t
+
+    def resolve(self, role: Role, per_item: bool | None = None, names: tuple[str, ...] = ()) -> str:
+        """The kernel input bound to ``role``: made on first use, the same one after.
+
+        ``names`` overrides the role's usual names (a body's inverse mass is not a particle's).
+        """
+        if role in self.resolved:
+            return self.resolved[role]
+        if per_item is None:
+            per_item = bool(self.item_shape) and self.rng.random() < role.per_item
+        if not role.names:
+            raise ValueError(f"{role.name} is derived inside kernels: a job must bind it")
+        pool = names or role.names
+        if role.family and role.family in self.families:
+            name = pool[min(self.families[role.family], len(pool) - 1)]
+        else:
+            name = self.rng.choice(pool)
+            if role.family:
+                self.families[role.family] = pool.index(name)
+        if per_item:
+            plurals = [n for n in (names or role.names) if n.endswith("s") and not n.endswith("ss")]
+            arr = self.array((*plurals, name), role.kind, lo=role.lo, hi=role.hi)
+            expr = f"{arr}[{self.item}]"
+            if self.gather_at is not None and (arr != name or self.rng.random() < 0.5):
+                local = self.w.fresh(*([name] if arr != name else []), *(names or role.names), name + "_i")
+                self.w.lines.insert(self.gather_at, f"{local} = {expr}")
+                self.w.owned.add(local)
+                self.gather_at += 1
+                expr = local
+        elif role.axis >= 0 and self.rng.random() < 0.6:  # gravity as its magnitude along -y
+            expr = self.style.axis(role.axis, self.scalar(name, lo=role.lo, hi=role.hi))
+        else:
+            expr = self.scalar(name, role.kind, role.lo, role.hi)
+        self.resolved[role] = expr
+        return expr
+
+    # ----- pieces
+
+    def gather_here(self) -> None:
+        """Per-item inputs made from now on are read into locals at this point of the body."""
+        self.gather_at = len(self.w.lines)
+
+    def use(self, name: str, inline: bool | None = None, **bound: str) -> dict[str, str]:
+        """Wire piece ``name``: bound inputs as given, the others resolved by role; its outputs."""
+        p = PIECES[name]
+        args = {k: bound[k] if k in bound else self.resolve(role) for k, role in p.needs.items()}
+        self.used.append(name)
+        self.differentiable &= p.smooth
+        as_helper = self.helpers if inline is None else not inline
+        if as_helper and len(p.gives) == 1:
+            return self._call_helper(p, args)
+        return p(self.w, **args)
+
+    def _call_helper(self, p: Piece, args: dict[str, str]) -> dict[str, str]:
+        fname = f"{p.name}_{self.suffix}"
+        if fname not in self.w.funcs:
+            sub = self.w.sub(set(p.needs) | {"wp"})
+            (give, result), = p(sub, **{k: k for k in p.needs}).items()
+            self.results[fname] = result
+            sig = ", ".join(f"{k}: {self.style.type(role.kind)}" for k, role in p.needs.items())
+            doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if self.rng.random() < 0.5 else []
+            body = "\n".join([*doc, *sub.lines, f"{INDENT}return {result}"])
+            self.w.funcs[fname] = f"@wp.func\ndef {fname}({sig}):\n{body}"
+        (give, role), = p.gives.items()
+        call = f"{fname}({', '.join(args[k] for k in p.needs)})"
+        return {give: self.w.let((self.results[fname], *_local_names(role)), call)}
+
+    # ----- the finished kernel
+
+    def finish(self, base: str, dims: list[int], purpose: str, doc: str = "", tids: list[str] | None = None,
+               order: str = "roles") -> Composed:
+        if f"{base}_{self.suffix}" in self.w.funcs:  # a helper took the name: the kernel says it is one
+            base += "_kernel"
+        name = f"{base}_{self.suffix}"
+        params = self._parameters(order)
+        body = self._substitute("\n".join(self.w.lines))
+        tid = ", ".join(tids or ["tid"])
+        sig = ", ".join(f"{p.name}: {p.annotation()}" for p in params)
+        text = "\n".join([
+            "@wp.kernel",
+            f"def {name}({sig}):",
+            docstring(purpose, doc),
+            f"{INDENT}{tid} = wp.tid()",
+            textwrap.indent(body, INDENT),
+        ])
+        funcs = [self._substitute(f) for f in self.w.funcs.values()]
+        used = set(re.findall(r"[A-Za-z_]\w*", text + "\n".join(funcs)))
+        structs = [(t, src) for t, src in self.structs if t.name in used]
+        parts = ["import warp as wp", *(src for _, src in structs), *funcs, text]
+        source = format_source("\n\n\n".join(parts) + "\n")
+        check_reads(name, body, [p.name for p in params])
+        meta = {
+            "deterministic": True,
+            "needs_runtime_objects": False,
+            "reason": None,
+            "differentiable": self.differentiable,
+            "record": {"purpose": purpose, "pieces": list(dict.fromkeys(self.used))},
+        }
+        return Composed(name, source, params, list(dims), funcs, structs, meta, len(self.w.lines))
+
+    def _parameters(self, order: str) -> list[Input]:
+        """Arrays read, uniform values (plain or one struct), arrays written; or as first used."""
+        grouped = [u for u in self.uniforms.values() if u.grouped]
+        if len(grouped) < 2:  # a group of one is just a parameter
+            for u in grouped:
+                u.grouped = False
+            grouped = []
+        uniform: list[Input] = []
+        if grouped:
+            t = self.struct(self.group, [(u.name, u.dtype) for u in grouped])
+            arg = self.w.fresh("params", "sim_params", "config")
+            uniform.append(Input(arg, "struct", t, 0, "in", self.group_range, None, t.name))
+            for u in grouped:
+                u.value = f"{arg}.{u.name}"
+        for u in self.uniforms.values():
+            if not u.grouped:
+                uniform.append(Input(u.name, "scalar", u.dtype, 0, "in", (u.lo, u.hi), None, self.style.spell(u.dtype)))
+        arrays_in = [p for p in self.inputs if p.role == "in"]
+        arrays_out = [p for p in self.inputs if p.role != "in"]
+        if order == "roles":
+            return arrays_in + [p for p in arrays_out if p.role == "inout"] + uniform + \
+                [p for p in arrays_out if p.role == "out"]
+        return self.inputs + uniform
+
+    def _substitute(self, text: str) -> str:
+        for u in self.uniforms.values():
+            text = text.replace(u.token, u.value if u.grouped else u.name)
+        return text
+
+
+def check_reads(name: str, body: str, params: list[str]) -> None:
+    """Every parameter is read and every local assigned is read after: a miss is a composition bug."""
+    tree = ast.parse(textwrap.dedent(body) or "pass")
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    stores = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    unread = sorted((set(params) | stores) - loads - {"_"})
+    if unread:
+        raise ValueError(f"{name}: {unread} are never read")
+
+
+def _local_names(role: Role) -> tuple[str, ...]:
+    short = {"vec": role.name.split()[-1][:1], "scalar": role.name.split()[-1]}.get(role.kind, "value")
+    return (role.name.replace(" ", "_").replace("-", "_").lower(), short)
+
+
+def docstring(purpose: str, detail: str = "") -> str:
+    """The kernel's docstring: its purpose, and a paragraph of detail if any, wrapped."""
+    text = purpose if purpose.endswith(".") else purpose + "."
+    lines = textwrap.wrap(text, DOC_WIDTH, break_on_hyphens=False)  # "non-negativity" stays one word
+    if detail:
+        lines += [""] + textwrap.wrap(detail, DOC_WIDTH, break_on_hyphens=False)
+    if len(lines) == 1:
+        return f'{INDENT}"""{lines[0]}"""'
+    return "\n".join([f'{INDENT}"""{lines[0]}', *(INDENT + line if line else "" for line in lines[1:]),
+                      f'{INDENT}"""'])

@@ -1,0 +1,133 @@
+"""Continuum mechanics of elements: deformation gradients, constitutive models, nodal forces.
+
+A triangle (2D) or tetrahedron (3D) has edge vectors ``Ds`` from its first vertex; with the
+inverse of its rest edge matrix ``Dm^-1`` the deformation gradient is ``F = Ds Dm^-1``. A
+constitutive model gives the first Piola-Kirchhoff stress ``P(F)``; the nodal forces are the
+columns of ``-V0 P Dm^-T`` (and minus their sum on the first vertex, so they sum to zero).
+Models that need ``log J`` (neo-Hookean) are only fed deformation gradients near the identity
+(``I + grad u``); the others are finite for any ``F``, inverted elements included. What it
+leaves out: matrices in general (``linalg``).
+"""
+
+from __future__ import annotations
+
+from jit.code.synthesis.pieces.base import Role, Writer, piece
+from jit.code.synthesis.pieces.roles import (DEF_GRAD, DISPLACEMENT_GRAD, LAMBDA, MU, POISSON, POSITION,
+                                             REST_INV, REST_VOLUME, STRESS, YOUNGS)
+
+NEAR_IDENTITY = Role("deformation gradient near identity", "mat")  # derived: I + grad u
+ENERGY_DENSITY = Role("strain energy density", "scalar")
+VON_MISES = Role("von Mises stress", "scalar")
+EDGE_MATRIX = Role("edge matrix", "mat")
+STRAIN_TENSOR = Role("strain tensor", "mat")
+
+
+def _eye(w: Writer) -> str:
+    return f"wp.identity(n={w.style.dim}, dtype={w.style.s})"
+
+
+@piece("deformation_from_displacement", needs={"H": DISPLACEMENT_GRAD}, gives={"F": NEAR_IDENTITY},
+       says="deformation gradients from displacement gradients")
+def deformation_from_displacement(w: Writer, H):
+    return {"F": w.let(("F", "def_grad"), f"{_eye(w)} + {H}")}
+
+
+@piece("edge_matrix_tri", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION}, gives={"Ds": EDGE_MATRIX},
+       says="the deformed edge matrix of a triangle", dims=(2,))
+def edge_matrix_tri(w: Writer, x0, x1, x2):
+    return {"Ds": w.let(("Ds", "edges"), f"wp.matrix_from_cols({x1} - {x0}, {x2} - {x0})")}
+
+
+@piece("edge_matrix_tet", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION, "x3": POSITION},
+       gives={"Ds": EDGE_MATRIX}, says="the deformed edge matrix of a tetrahedron", dims=(3,))
+def edge_matrix_tet(w: Writer, x0, x1, x2, x3):
+    return {"Ds": w.let(("Ds", "edges"), f"wp.matrix_from_cols({x1} - {x0}, {x2} - {x0}, {x3} - {x0})")}
+
+
+@piece("deformation_gradient", needs={"Ds": EDGE_MATRIX, "Dm_inv": REST_INV}, gives={"F": DEF_GRAD},
+       says="the deformation gradient")
+def deformation_gradient(w: Writer, Ds, Dm_inv):
+    return {"F": w.let(("F", "def_grad"), f"{Ds} * {Dm_inv}")}
+
+
+@piece("lame_parameters", needs={"E": YOUNGS, "nu": POISSON}, gives={"mu": MU, "lam": LAMBDA},
+       says="Lame parameters from Young's modulus and Poisson's ratio")
+def lame_parameters(w: Writer, E, nu):
+    one, two = w.lit(1.0), w.lit(2.0)
+    mu = w.let(("mu", "k_mu"), f"{E} / ({two} * ({one} + {nu}))")
+    lam = w.let(("lam", "k_lambda"), f"{E} * {nu} / (({one} + {nu}) * ({one} - {two} * {nu}))")
+    return {"mu": mu, "lam": lam}
+
+
+@piece("small_strain", needs={"F": DEF_GRAD}, gives={"eps": STRAIN_TENSOR}, says="the small-strain tensor")
+def small_strain(w: Writer, F):
+    return {"eps": w.let(("strain", "eps"), f"{w.lit(0.5)} * ({F} + wp.transpose({F})) - {_eye(w)}")}
+
+
+@piece("green_strain", needs={"F": DEF_GRAD}, gives={"eps": STRAIN_TENSOR}, says="the Green-Lagrange strain")
+def green_strain(w: Writer, F):
+    return {"eps": w.let(("E", "green_strain"), f"{w.lit(0.5)} * (wp.transpose({F}) * {F} - {_eye(w)})")}
+
+
+@piece("linear_elastic_stress", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
+       says="small-strain linear elasticity")
+def linear_elastic_stress(w: Writer, eps, mu, lam):
+    return {"P": w.let(("P", "stress"), f"{w.lit(2.0)} * {mu} * {eps} + {lam} * wp.trace({eps}) * {_eye(w)}")}
+
+
+@piece("stvk_stress", needs={"F": DEF_GRAD, "E": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
+       says="the St. Venant-Kirchhoff model")
+def stvk_stress(w: Writer, F, E, mu, lam):
+    S = w.let(("S", "pk2"), f"{w.lit(2.0)} * {mu} * {E} + {lam} * wp.trace({E}) * {_eye(w)}")
+    return {"P": w.let(("P", "stress"), f"{F} * {S}")}
+
+
+@piece("quadratic_energy_density", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA},
+       gives={"psi": ENERGY_DENSITY}, says="the strain energy density")
+def quadratic_energy_density(w: Writer, eps, mu, lam):
+    tr = w.let(("tr_eps", "trace"), f"wp.trace({eps})")
+    psi = f"{mu} * wp.ddot({eps}, {eps}) + {w.lit(0.5)} * {lam} * {tr} * {tr}"
+    return {"psi": w.let(("psi", "energy_density"), psi)}
+
+
+def cofactor(w: Writer, F: str) -> str:
+    """J F^-T, written without the inverse so it stays finite for degenerate elements."""
+    if w.style.dim == 2:
+        return w.let(("dJdF", "cof"), f"{w.style.m}({F}[1, 1], -{F}[1, 0], -{F}[0, 1], {F}[0, 0])")
+    cols = [w.let((f"c{a}", f"col{a}"), f"{w.style.type('vec')}({F}[0, {a}], {F}[1, {a}], {F}[2, {a}])")
+            for a in range(3)]
+    return w.let(("dJdF", "cof"), f"wp.matrix_from_cols(wp.cross({cols[1]}, {cols[2]}), wp.cross({cols[2]}, "
+                                  f"{cols[0]}), wp.cross({cols[0]}, {cols[1]}))")
+
+
+@piece("stable_neo_hookean_stress", needs={"F": DEF_GRAD, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
+       says="the stable neo-Hookean model", weight=1.5)
+def stable_neo_hookean_stress(w: Writer, F, mu, lam):
+    J = w.let(("J", "det_f"), f"wp.determinant({F})")
+    w.comment("the rest-stable shift of Smith et al. 2018")
+    alpha = w.let(("alpha", "shift"), f"{w.lit(1.0)} + {mu} / {lam}")
+    dJdF = cofactor(w, F)
+    return {"P": w.let(("P", "stress"), f"{mu} * {F} + {lam} * ({J} - {alpha}) * {dJdF}")}
+
+
+@piece("neo_hookean_stress", needs={"F": NEAR_IDENTITY, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
+       says="the compressible neo-Hookean model")
+def neo_hookean_stress(w: Writer, F, mu, lam):
+    J = w.let(("J", "det_f"), f"wp.determinant({F})")
+    F_inv_t = w.let(("F_inv_t", "FinvT"), f"wp.transpose(wp.inverse({F}))")
+    return {"P": w.let(("P", "stress"), f"{mu} * ({F} - {F_inv_t}) + {lam} * wp.log({J}) * {F_inv_t}")}
+
+
+@piece("element_forces", needs={"P": STRESS, "Dm_inv": REST_INV, "volume": REST_VOLUME},
+       gives={"H": EDGE_MATRIX}, says="nodal elastic forces")
+def element_forces(w: Writer, P, Dm_inv, volume):
+    w.comment("the columns are the forces on vertices 1..n; vertex 0 takes minus their sum")
+    return {"H": w.let(("H", "forces"), f"-{volume} * {P} * wp.transpose({Dm_inv})")}
+
+
+@piece("von_mises_stress", needs={"P": STRESS}, gives={"s": VON_MISES},
+       says="the von Mises equivalent stress", dims=(3,))
+def von_mises_stress(w: Writer, P):
+    w.comment("from the deviatoric part of the (small-strain) stress")
+    dev = w.let(("dev", "s_dev"), f"{P} - {_eye(w)} * (wp.trace({P}) / {w.lit(3.0)})")
+    return {"s": w.let(("von_mises", "sigma_vm"), f"wp.sqrt({w.lit(1.5)} * wp.ddot({dev}, {dev}))")}

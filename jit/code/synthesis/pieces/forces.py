@@ -1,0 +1,237 @@
+"""Forces on particles and constraints between them.
+
+Per-particle forces (gravity, drag, wind, tethers, buoyancy) read one particle's state; pair
+terms read an edge's geometry (``edge_geometry``: its length and unit direction from ``i`` to
+``j``) and give the force on particle ``i`` (the force on ``j`` is its negative), or the
+position corrections of both ends (position-based dynamics). What it leaves out: contacts with
+colliders (``collisions``) and elastic elements (``elasticity``).
+"""
+
+from __future__ import annotations
+
+from jit.code.synthesis.pieces.base import Role, Writer, piece
+from jit.code.synthesis.pieces.roles import (ANCHOR, ANCHOR_STIFFNESS, BUOYANCY, COMPLIANCE, CONTACT_DAMPING,
+                                             CONTACT_STIFFNESS,
+                                             CORRECTION, DRAG, ENERGY, FORCE, GRAVITY, INV_MASS, MASS, POSITION,
+                                             RELAXATION, REST_LENGTH, SPRING_DAMPING, STIFFNESS, TIME_STEP,
+                                             VELOCITY, VOLUME, WIND)
+
+EDGE_LENGTH = Role("edge length", "scalar", 0.1, 1.0)  # derived: never a kernel input
+DIRECTION = Role("edge direction", "vec")
+STRAIN = Role("strain", "scalar")
+CONTACT_DISTANCE = Role("contact distance", "scalar", 0.1, 0.4, ("contact_distance", "collision_distance"))
+CONTACT_FRICTION = Role("contact friction", "scalar", 0.0, 5.0, ("contact_kt", "k_friction", "friction_damping"))
+EPS = 1.0e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# one particle
+
+
+@piece("gravity_force", needs={"mass": MASS, "gravity": GRAVITY}, gives={"f": FORCE}, says="gravity")
+def gravity_force(w: Writer, mass, gravity):
+    return {"f": w.let(("f_gravity", "weight"), f"{gravity} * {mass}")}
+
+
+@piece("linear_drag", needs={"v": VELOCITY, "drag": DRAG}, gives={"f": FORCE}, says="linear drag", weight=1.5)
+def linear_drag(w: Writer, v, drag):
+    return {"f": w.let(("f_drag", "drag_force"), f"-{drag} * {v}")}
+
+
+@piece("quadratic_drag", needs={"v": VELOCITY, "drag": DRAG}, gives={"f": FORCE}, says="quadratic air drag")
+def quadratic_drag(w: Writer, v, drag):
+    w.comment("opposes the motion, growing with the square of the speed")
+    return {"f": w.let(("f_drag", "drag_force"), f"-{drag} * {w.length(v)} * {v}")}
+
+
+@piece("wind_drag", needs={"v": VELOCITY, "wind": WIND, "drag": DRAG}, gives={"f": FORCE},
+       says="drag towards a wind velocity")
+def wind_drag(w: Writer, v, wind, drag):
+    return {"f": w.let(("f_wind", "f_air"), f"{drag} * ({wind} - {v})")}
+
+
+@piece("tether_force", needs={"x": POSITION, "anchor": ANCHOR, "k": ANCHOR_STIFFNESS}, gives={"f": FORCE},
+       says="a spring tether to an anchor point")
+def tether_force(w: Writer, x, anchor, k):
+    return {"f": w.let(("f_tether", "f_anchor"), f"{k} * ({anchor} - {x})")}
+
+
+@piece("buoyancy_force", needs={"volume": VOLUME, "rho_fluid": BUOYANCY, "gravity": GRAVITY}, gives={"f": FORCE},
+       says="buoyancy of the displaced fluid")
+def buoyancy_force(w: Writer, volume, rho_fluid, gravity):
+    w.comment("Archimedes: the weight of the displaced fluid, pointing up")
+    return {"f": w.let(("f_buoyancy", "f_lift"), f"-{rho_fluid} * {volume} * {gravity}")}
+
+
+# ---------------------------------------------------------------------------------------------
+# pairs: an edge's geometry, then forces or corrections along it
+
+
+@piece("edge_geometry", needs={"x_i": POSITION, "x_j": POSITION}, gives={"length": EDGE_LENGTH, "n": DIRECTION},
+       says="the length and direction of each pair")
+def edge_geometry(w: Writer, x_i, x_j):
+    d = w.let(("delta", "d", "x_ij"), f"{x_j} - {x_i}")
+    length = w.let(("length", "l", "dist"), w.length(d))
+    if w.coin(0.7):
+        w.comment("coincident particles have no direction: leave it zero rather than divide by zero")
+        direction = w.let(("n", "direction", "e_ij"), f"{d} / wp.max({length}, {w.lit(EPS)})")
+    else:
+        direction = w.let(("n", "direction", "e_ij"), f"wp.normalize({d})")
+    return {"length": length, "n": direction}
+
+
+@piece("hooke_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "rest": REST_LENGTH, "k": STIFFNESS},
+       gives={"f": FORCE}, says="Hookean spring forces", weight=2.0)
+def hooke_force(w: Writer, n, length, rest, k):
+    return {"f": w.let(("f_spring", "f_elastic"), f"{n} * ({k} * ({length} - {rest}))")}
+
+
+@piece("spring_damping_force", needs={"n": DIRECTION, "v_i": VELOCITY, "v_j": VELOCITY, "kd": SPRING_DAMPING},
+       gives={"f": FORCE}, says="relative-velocity damping along the springs")
+def spring_damping_force(w: Writer, n, v_i, v_j, kd):
+    rate = w.let(("stretch_rate", "dldt"), f"wp.dot({v_j} - {v_i}, {n})")
+    return {"f": w.let(("f_damp", "f_damping"), f"{n} * ({kd} * {rate})")}
+
+
+@piece("spring_energy", needs={"length": EDGE_LENGTH, "rest": REST_LENGTH, "k": STIFFNESS}, gives={"e": ENERGY},
+       says="the elastic energy stored in each spring")
+def spring_energy(w: Writer, length, rest, k):
+    stretch = w.let(("stretch", "c"), f"{length} - {rest}")
+    return {"e": w.let(("energy", "e_spring"), f"{w.lit(0.5)} * {k} * {stretch} * {stretch}")}
+
+
+@piece("edge_strain", needs={"length": EDGE_LENGTH, "rest": REST_LENGTH}, gives={"strain": STRAIN},
+       says="the engineering strain of each edge")
+def edge_strain(w: Writer, length, rest):
+    return {"strain": w.let(("strain", "eps"), f"({length} - {rest}) / {rest}")}
+
+
+@piece("contact_penalty_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
+                                       "k": CONTACT_STIFFNESS},
+       gives={"f": FORCE}, says="penalty forces that push overlapping particles apart")
+def contact_penalty_force(w: Writer, n, length, reach, k):
+    overlap = w.let(("overlap", "penetration"), f"wp.max({reach} - {length}, {w.lit(0.0)})")
+    w.comment("on particle i, away from j")
+    return {"f": w.let(("f_contact", "f_repulse"), f"-{n} * ({k} * {overlap})")}
+
+
+@piece("distance_projection", needs={"n": DIRECTION, "length": EDGE_LENGTH, "w_i": INV_MASS, "w_j": INV_MASS,
+                                     "rest": REST_LENGTH, "relaxation": RELAXATION},
+       gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a position-based distance constraint projection")
+def distance_projection(w: Writer, n, length, w_i, w_j, rest, relaxation):
+    c = w.let(("c", "violation"), f"{length} - {rest}")
+    w.comment("pinned pairs (both inverse masses zero) get no correction")
+    s = w.let(("s", "scale"), f"{relaxation} * {c} / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
+    dx_i = w.let(("dx_i", "corr_i"), f"{n} * ({s} * {w_i})")
+    return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"-{n} * ({s} * {w_j})")}
+
+
+@piece("xpbd_distance", needs={"n": DIRECTION, "length": EDGE_LENGTH, "w_i": INV_MASS, "w_j": INV_MASS,
+                               "rest": REST_LENGTH, "compliance": COMPLIANCE, "dt": TIME_STEP},
+       gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="an XPBD distance constraint with compliance")
+def xpbd_distance(w: Writer, n, length, w_i, w_j, rest, compliance, dt):
+    c = w.let(("c", "violation"), f"{length} - {rest}")
+    alpha = w.let(("alpha_tilde", "alpha"), f"{compliance} / ({dt} * {dt})")
+    dlambda = w.let(("dlambda", "delta_lambda"), f"-{c} / wp.max({w_i} + {w_j} + {alpha}, {w.lit(EPS)})")
+    w.comment("the gradient of the constraint is -n at i and n at j")
+    dx_i = w.let(("dx_i", "corr_i"), f"-{n} * ({dlambda} * {w_i})")
+    return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"{n} * ({dlambda} * {w_j})")}
+
+
+CONSTRAINT_COUNT = Role("constraint count", "int")  # derived: read from the solver's counts
+
+
+@piece("averaged_correction", needs={"delta": CORRECTION, "count": CONSTRAINT_COUNT, "relaxation": RELAXATION},
+       gives={"dx": CORRECTION}, says="Jacobi-averaged corrections")
+def averaged_correction(w: Writer, delta, count, relaxation):
+    w.comment("average over the constraints that touched the particle (none: no correction)")
+    return {"dx": w.let(("dx", "correction"), f"{delta} * ({relaxation} / {w.style.cast(f'wp.max({count}, 1)')})")}
+
+
+@piece("tension_only_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "rest": REST_LENGTH, "k": STIFFNESS},
+       gives={"f": FORCE}, says="tension-only (rope) spring forces")
+def tension_only_force(w: Writer, n, length, rest, k):
+    w.comment("a rope pulls when stretched and goes slack when compressed")
+    stretch = w.let(("stretch", "elongation"), f"wp.max({length} - {rest}, {w.lit(0.0)})")
+    return {"f": w.let(("f_rope", "f_tension"), f"{n} * ({k} * {stretch})")}
+
+
+@piece("contact_damping_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
+                                       "v_i": VELOCITY, "v_j": VELOCITY, "kd": CONTACT_DAMPING},
+       gives={"f": FORCE}, says="damping of approaching contacts")
+def contact_damping_force(w: Writer, n, length, reach, v_i, v_j, kd):
+    vn = w.let(("vn", "approach"), f"wp.dot({v_j} - {v_i}, {n})")
+    w.comment("only touching pairs that move closer (vn < 0) are damped, pushing i away from j")
+    active = f"{length} < {reach}"
+    return {"f": w.let(("f_damp", "f_damping"), f"wp.where({active}, {n} * ({kd} * wp.min({vn}, {w.lit(0.0)})), "
+                                                  f"{w.style.zero()})")}
+
+
+@piece("contact_friction_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
+                                        "v_i": VELOCITY, "v_j": VELOCITY, "kt": CONTACT_FRICTION},
+       gives={"f": FORCE}, says="viscous friction between touching particles")
+def contact_friction_force(w: Writer, n, length, reach, v_i, v_j, kt):
+    v_rel = w.let(("v_rel", "dv"), f"{v_j} - {v_i}")
+    v_t = w.let(("v_t", "slip"), f"{v_rel} - {n} * wp.dot({v_rel}, {n})")
+    return {"f": w.let(("f_friction", "f_t"), f"wp.where({length} < {reach}, {v_t} * {kt}, {w.style.zero()})")}
+
+
+@piece("tether_projection", needs={"n": DIRECTION, "length": EDGE_LENGTH, "w_i": INV_MASS, "w_j": INV_MASS,
+                                   "rest": REST_LENGTH, "relaxation": RELAXATION},
+       gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a one-sided (tether) distance constraint projection")
+def tether_projection(w: Writer, n, length, w_i, w_j, rest, relaxation):
+    w.comment("a tether only resists stretching: no correction while shorter than its rest length")
+    c = w.let(("c", "excess"), f"wp.max({length} - {rest}, {w.lit(0.0)})")
+    s = w.let(("s", "scale"), f"{relaxation} * {c} / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
+    dx_i = w.let(("dx_i", "corr_i"), f"{n} * ({s} * {w_i})")
+    return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"-{n} * ({s} * {w_j})")}
+
+
+# ---------------------------------------------------------------------------------------------
+# triangles of a surface (3D)
+
+AREA = Role("triangle area", "scalar")  # derived
+UNIT_NORMAL = Role("unit normal", "vec")
+AIR_DRAG = Role("aerodynamic drag coefficient", "scalar", 0.0, 2.0, ("drag", "k_drag", "air_drag"))
+INFLATION = Role("inflation pressure", "scalar", 0.0, 5.0, ("pressure", "inflation", "p_inside"))
+
+
+@piece("triangle_normal_area", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION},
+       gives={"n": UNIT_NORMAL, "area": AREA}, says="triangle normals and areas", dims=(3,))
+def triangle_normal_area(w: Writer, x0, x1, x2):
+    cross = w.let(("cross", "n_area"), f"wp.cross({x1} - {x0}, {x2} - {x0})")
+    w.comment("the cross product's length is twice the area")
+    double_area = w.let(("double_area", "len_cross"), w.length(cross))
+    area = w.let(("area", "tri_area"), f"{w.lit(0.5)} * {double_area}")
+    return {"n": w.let(("n", "normal"), f"{cross} / wp.max({double_area}, {w.lit(EPS)})"), "area": area}
+
+
+@piece("normal_drag_force", needs={"n": UNIT_NORMAL, "area": AREA, "v_rel": VELOCITY, "k": AIR_DRAG},
+       gives={"f": FORCE}, says="aerodynamic drag on the faces", dims=(3,))
+def normal_drag_force(w: Writer, n, area, v_rel, k):
+    w.comment("the air resists the face moving along its normal, whichever side leads")
+    vn = w.let(("vn", "v_normal"), f"wp.dot({v_rel}, {n})")
+    return {"f": w.let(("f_drag", "f_air"), f"{n} * (-{k} * {area} * {vn} * wp.abs({vn}))")}
+
+
+@piece("inflation_force", needs={"n": UNIT_NORMAL, "area": AREA, "p": INFLATION}, gives={"f": FORCE},
+       says="an inflating pressure on the faces", dims=(3,))
+def inflation_force(w: Writer, n, area, p):
+    return {"f": w.let(("f_pressure", "f_inflate"), f"{n} * ({p} * {area})")}
+
+
+CORNER_ANGLE = Role("corner angle", "scalar")  # derived
+
+
+@piece("corner_angles", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION},
+       gives={"a0": CORNER_ANGLE, "a1": CORNER_ANGLE, "a2": CORNER_ANGLE}, says="the interior angles of triangles",
+       dims=(3,))
+def corner_angles(w: Writer, x0, x1, x2):
+    one = w.lit(1.0)
+    e01 = w.let(("e01", "u01"), f"wp.normalize({x1} - {x0})")
+    e02 = w.let(("e02", "u02"), f"wp.normalize({x2} - {x0})")
+    e12 = w.let(("e12", "u12"), f"wp.normalize({x2} - {x1})")
+    w.comment("clamped: rounding can push a cosine just past 1")
+    a0 = w.let(("a0", "angle0"), f"wp.acos(wp.clamp(wp.dot({e01}, {e02}), -{one}, {one}))")
+    a1 = w.let(("a1", "angle1"), f"wp.acos(wp.clamp(-wp.dot({e01}, {e12}), -{one}, {one}))")
+    return {"a0": a0, "a1": a1, "a2": w.let(("a2", "angle2"), f"{w.lit('wp.pi')} - {a0} - {a1}")}

@@ -1,0 +1,96 @@
+"""Time integration of particle states: Euler steps, velocity Verlet half-steps, damping, limits.
+
+Each step reads a position, a velocity and an acceleration and gives the new state; the
+accelerations come from forces (``forces``). What it leaves out: rigid-body rotation
+(``transforms``) and position-based corrections (``forces``: distance constraints).
+"""
+
+from __future__ import annotations
+
+from jit.code.synthesis.pieces.base import Writer, piece
+from jit.code.synthesis.pieces.roles import (ACCELERATION, DAMPING, FORCE, GRAVITY, INV_MASS, MASS, MAX_SPEED,
+                                             POSITION, TIME_STEP, VELOCITY)
+
+
+@piece("symplectic_euler", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
+       gives={"x": POSITION, "v": VELOCITY}, says="a symplectic Euler step", weight=2.0)
+def symplectic_euler(w: Writer, x, v, a, dt):
+    w.comment("semi-implicit: the new velocity moves the position")
+    v_new = w.update(v, f"{v} + {a} * {dt}", "v_new", "vel", "v_next")
+    return {"v": v_new, "x": w.update(x, f"{x} + {v_new} * {dt}", "x_new", "pos", "x_next")}
+
+
+@piece("explicit_euler", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
+       gives={"x": POSITION, "v": VELOCITY}, says="an explicit Euler step", weight=0.5)
+def explicit_euler(w: Writer, x, v, a, dt):
+    w.comment("forward Euler: the position moves with the old velocity")
+    x_new = w.update(x, f"{x} + {v} * {dt}", "x_new", "pos", "x_next")
+    return {"x": x_new, "v": w.update(v, f"{v} + {a} * {dt}", "v_new", "vel", "v_next")}
+
+
+@piece("verlet_kick_drift", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
+       gives={"x": POSITION, "v": VELOCITY}, says="the first half of a velocity Verlet step (kick and drift)")
+def verlet_kick_drift(w: Writer, x, v, a, dt):
+    w.comment("velocity Verlet: half a kick, then a full drift with the half-step velocity")
+    v_half = w.let(("v_half", "v_mid"), f"{v} + {a} * ({w.lit(0.5)} * {dt})")
+    return {"v": v_half, "x": w.update(x, f"{x} + {v_half} * {dt}", "x_new", "pos", "x_next")}
+
+
+@piece("verlet_kick", needs={"v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP}, gives={"v": VELOCITY},
+       says="the closing half kick of a velocity Verlet step")
+def verlet_kick(w: Writer, v, a, dt):
+    return {"v": w.update(v, f"{v} + {a} * ({w.lit(0.5)} * {dt})", "v_new", "vel", "v_next")}
+
+
+@piece("acceleration_from_inverse_mass", needs={"f": FORCE, "inv_mass": INV_MASS, "gravity": GRAVITY},
+       gives={"a": ACCELERATION}, says="accelerations from forces and inverse masses under gravity", weight=2.0)
+def acceleration_from_inverse_mass(w: Writer, f, inv_mass, gravity):
+    return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity}")}
+
+
+@piece("acceleration_from_mass", needs={"f": FORCE, "mass": MASS, "gravity": GRAVITY}, gives={"a": ACCELERATION},
+       says="accelerations from forces and masses under gravity")
+def acceleration_from_mass(w: Writer, f, mass, gravity):
+    return {"a": w.let(("a", "accel"), f"{f} / {mass} + {gravity}")}
+
+
+@piece("linear_damping", needs={"v": VELOCITY, "damping": DAMPING, "dt": TIME_STEP}, gives={"v": VELOCITY},
+       says="linear velocity damping")
+def linear_damping(w: Writer, v, damping, dt):
+    # damping * dt < 1 for the time steps this is used with: the factor stays positive
+    return {"v": w.update(v, f"{v} * ({w.lit(1.0)} - {damping} * {dt})", "v_damped")}
+
+
+@piece("exponential_damping", needs={"v": VELOCITY, "damping": DAMPING, "dt": TIME_STEP}, gives={"v": VELOCITY},
+       says="exponential velocity decay")
+def exponential_damping(w: Writer, v, damping, dt):
+    w.comment("exact decay of dv/dt = -damping * v over the step")
+    return {"v": w.update(v, f"{v} * wp.exp(-{damping} * {dt})", "v_damped")}
+
+
+@piece("clamp_speed", needs={"v": VELOCITY, "max_speed": MAX_SPEED}, gives={"v": VELOCITY},
+       says="a speed limit", weight=0.7)
+def clamp_speed(w: Writer, v, max_speed):
+    v = w.own(v, "v")
+    if w.coin(0.6):
+        speed = w.let("speed", w.length(v))
+        with w.block(f"if {speed} > {max_speed}"):
+            w.rebind(v, f"{v} * ({max_speed} / {speed})")
+    else:
+        w.comment("compare squared speeds: a square root only for the particles that are too fast")
+        speed_sq = w.let(("speed_sq", "v2"), f"wp.dot({v}, {v})")
+        with w.block(f"if {speed_sq} > {max_speed} * {max_speed}"):
+            w.rebind(v, f"{v} * ({max_speed} / wp.sqrt({speed_sq}))")
+    return {"v": v}
+
+
+@piece("velocity_from_positions", needs={"x_prev": POSITION, "x": POSITION, "dt": TIME_STEP},
+       gives={"v": VELOCITY}, says="velocities recovered from the position change")
+def velocity_from_positions(w: Writer, x_prev, x, dt):
+    return {"v": w.let(("v_new", "v"), f"({x} - {x_prev}) / {dt}")}
+
+
+@piece("velocity_kick", needs={"v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP}, gives={"v": VELOCITY},
+       says="an explicit velocity update")
+def velocity_kick(w: Writer, v, a, dt):
+    return {"v": w.update(v, f"{v} + {a} * {dt}", "v_new", "vel", "v_next")}

@@ -1,0 +1,69 @@
+"""Small dense linear algebra: outer products, 3x3 solves, polar decomposition, shape matching.
+
+A solve guards its matrix by the determinant (a singular block gives no step rather than an
+infinite one); a polar decomposition takes the rotation from an SVD and keeps it proper
+(determinant +1, not a reflection). What it leaves out: stresses and strains (``elasticity``).
+"""
+
+from __future__ import annotations
+
+from jit.code.synthesis.pieces.base import Role, Writer, piece
+from jit.code.synthesis.pieces.roles import MASS, POINT3, STIFFNESS, TIME_STEP, VECTOR3
+
+MAT = Role("matrix", "mat33")  # derived
+ROTATION = Role("rotation matrix", "mat33")
+SYSTEM = Role("system matrix", "mat33")
+RHS = Role("right-hand side", "vec3")
+SOLUTION = Role("solution", "vec3")
+AXIS = Role("unit axis", "vec3")
+COVARIANCE = Role("covariance", "mat33")
+REST_OFFSET = Role("rest offset", "vec3", -0.5, 0.5, ("rest_offsets", "q0", "rest_positions"), per_item=1.0)
+CLUSTER_CENTER = Role("cluster center", "vec3", -1.0, 1.0, ("center", "com", "cluster_center"))
+GOAL_STIFFNESS = Role("shape-matching stiffness", "scalar", 0.1, 1.0, ("stiffness", "alpha", "shape_stiffness"))
+EPS = 1.0e-9
+
+
+@piece("outer_product", needs={"a": POINT3, "b": POINT3}, gives={"m": COVARIANCE},
+       says="outer products", dims=(3,))
+def outer_product(w: Writer, a, b):
+    return {"m": w.let(("m", "outer", "apq"), f"wp.outer({a}, {b})")}
+
+
+@piece("implicit_spring_system", needs={"mass": MASS, "dt": TIME_STEP, "k": STIFFNESS, "n": AXIS},
+       gives={"A": SYSTEM}, says="the system matrix of an implicit step with a spring along an axis", dims=(3,))
+def implicit_spring_system(w: Writer, mass, dt, k, n):
+    w.comment("M / dt^2 + k n n^T: symmetric positive definite for positive mass")
+    inertia = w.let(("m_dt2", "inertia"), f"{mass} / ({dt} * {dt})")
+    eye = f"wp.identity(n=3, dtype={w.style.s})"
+    return {"A": w.let(("A", "H", "lhs"), f"{eye} * {inertia} + wp.outer({n}, {n}) * {k}")}
+
+
+@piece("solve_3x3", needs={"A": SYSTEM, "b": VECTOR3}, gives={"x": SOLUTION},
+       says="a guarded 3x3 linear solve", dims=(3,))
+def solve_3x3(w: Writer, A, b):
+    det = w.let(("det", "det_a"), f"wp.determinant({A})")
+    x = w.let(("x", "sol", "dx"), w.style.zero("vec3"))
+    with w.block(f"if wp.abs({det}) > {w.lit(EPS)}"):
+        w.rebind(x, f"wp.inverse({A}) * {b}")
+    return {"x": x}
+
+
+@piece("polar_rotation", needs={"F": COVARIANCE}, gives={"R": ROTATION},
+       says="the rotation of a polar decomposition", dims=(3,))
+def polar_rotation(w: Writer, F):
+    mat, vec = w.style.type("mat33"), w.style.type("vec3")
+    U, sigma, V = (w.let(n, f"{t}()") for n, t in (("U", mat), ("sigma", vec), ("V", mat)))
+    w.add(f"wp.svd3({F}, {U}, {sigma}, {V})")
+    w.comment("flip the smallest singular direction if U V^T would be a reflection")
+    R = w.let(("R", "rot"), f"{U} * wp.transpose({V})")
+    flip = w.let(("flip", "sign"), f"wp.sign(wp.determinant({R}))")
+    one = w.lit(1.0)
+    return {"R": w.rebind(R, f"{U} * wp.diag({vec}({one}, {one}, {flip})) * wp.transpose({V})")}
+
+
+@piece("shape_matching_goal", needs={"R": ROTATION, "q": REST_OFFSET, "c": CLUSTER_CENTER, "x": POINT3,
+                                     "alpha": GOAL_STIFFNESS},
+       gives={"x": POINT3}, says="a pull towards the shape-matching goal position", dims=(3,))
+def shape_matching_goal(w: Writer, R, q, c, x, alpha):
+    goal = w.let(("goal", "target"), f"{c} + {R} * {q}")
+    return {"x": w.let(("x_new", "x_matched"), f"{x} + ({goal} - {x}) * {alpha}")}
