@@ -159,7 +159,7 @@ def _force_output(spec) -> str | None:
     return outs[0]["name"] if len(outs) == 1 else None
 
 
-@pytest.mark.parametrize("category", ["spring_forces", "particle_contacts", "fem_forces"])
+@pytest.mark.parametrize("category", ["spring_network", "particle_contacts", "fem_forces"])
 def test_internal_forces_sum_to_zero(category):
     """Whatever the composition, the forces a kernel scatters onto particles balance out."""
     spec = _first(category, lambda s: "float64" not in s.source and _force_output(s) is not None)

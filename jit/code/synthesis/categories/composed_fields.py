@@ -232,8 +232,8 @@ def advect_grid(rng, name, suffix, complexity):
 # particle fluids
 
 
-@register("sph", 1.2, source=SOURCE)
-def sph(rng, name, suffix, complexity):
+@register("sph_fluid", 1.2, source=SOURCE)
+def sph_fluid(rng, name, suffix, complexity):
     st = style(rng, f64=0.15, dim2=0.25)
     d = draft(rng, suffix, st, ("FluidParams", "SPHParams"))
     w = d.w

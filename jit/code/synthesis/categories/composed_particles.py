@@ -131,8 +131,8 @@ def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str) -> tuple[Draft, 
 MAX_STRAIN = Role("breaking strain", "scalar", 0.1, 0.5, ("max_strain", "break_strain", "tear_threshold"))
 
 
-@register("spring_forces", 1.5, source=SOURCE)
-def spring_forces(rng, name, suffix, complexity):
+@register("spring_network", 1.5, source=SOURCE)
+def spring_network(rng, name, suffix, complexity):
     d, its, n_particles, i, j = edge_setup(rng, suffix, ("SpringParams", "Material"), "springs")
     w, pshape = d.w, (n_particles,)
     which = active_mask(d, "springs") or "each spring"

@@ -13,6 +13,10 @@ a named local or the inline expression, equivalent spellings (``wp.length(d)`` o
 ``wp.sqrt(wp.dot(d, d))``), early-exit guards, ``for`` or ``while`` loops, helpers or inline
 code, in-place or separate outputs and optional diagnostic outputs (energy, counts, changes).
 
+Every kernel opens with a docstring saying what the drawn variant computes (its purpose, then
+the optional parts it carries), and the same purpose goes in the record (``meta["record"]``).
+Kernels are written without dead code and keep their text and comments as written.
+
 This module also holds the small toolkit the other pattern modules share (``Flavour``,
 ``Pattern``). What it leaves out: grids and ray casting (``patterns_grid``), solids and
 rigid bodies (``patterns_solid``) and queries of meshes and hash grids (``patterns_geometry``).
@@ -24,9 +28,10 @@ import ast
 import random
 import textwrap
 from dataclasses import dataclass
+from typing import Any
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Param, Profile
 from jit.code.synthesis.types import WType
 
@@ -35,6 +40,7 @@ VEC4I = WType("vec4i", "vec", "int32", (4,))
 MAT22D = WType("mat22d", "mat", "float64", (2, 2))
 UINT64 = WType("uint64", "uint", "uint64")
 LEVELS = {"small": 0, "medium": 1, "large": 2}
+DOC_WIDTH = 96  # docstring text columns (black leaves docstrings as written)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,8 +102,12 @@ class Flavour:
 
 
 def fmt(x: float) -> str:
+    """A float literal as an author writes it: ``0.25``, ``2.0``, ``1.0e-6`` (not ``1e-06``)."""
     text = f"{x:.4g}"
-    return text if any(c in text for c in ".e") else text + ".0"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa if '.' in mantissa else mantissa + '.0'}e{int(exponent)}"
+    return text if "." in text else text + ".0"
 
 
 def flavour(rng: random.Random, f64: float = 0.25, dim2: float = 0.3) -> Flavour:
@@ -124,15 +134,61 @@ def level(complexity) -> int:
     return LEVELS.get(complexity, 1)
 
 
+class PatternKernel(KernelBuilder):
+    """A ``KernelBuilder`` whose kernel opens with a docstring saying what it computes, and
+    whose body keeps the comments its pattern gave (dead-code elimination drops comments)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.doc = ""
+        self.comments: list[tuple[str, str]] = []  # (a body line, stripped; the comment above it)
+
+    def source(self, eliminate: bool = True) -> str:
+        # written without dead code, a pattern keeps its text as written: elimination would re-print it
+        # with ``ast.unparse`` (``1e-06``, no comments). Parameters nothing reads are still dropped.
+        text = super().source(eliminate=False)
+        head = text.index(f"\ndef {self.name}(") + 1
+        end = text.index("\n", head) + 1  # the signature is one line until the layout wraps it
+        lines = text[end:].split("\n")
+        for code, comment in self.comments:
+            at = next((n for n, line in enumerate(lines) if line.strip() == code), None)
+            if at is not None:  # the line survived elimination
+                pad = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+                lines.insert(at, f"{pad}# {comment}")
+        doc = self.doc + "\n" if self.doc else ""
+        return text[:end] + doc + "\n".join(lines)
+
+
+def docstring(purpose: str, detail: str = "") -> str:
+    """A kernel docstring: the purpose, then a sentence of detail, wrapped as a person would."""
+    text = " ".join(part.strip() for part in (purpose, detail) if part.strip())
+    lines = textwrap.wrap(text, DOC_WIDTH)
+    if len(lines) == 1:
+        return f'{INDENT}"""{lines[0]}"""'
+    return "\n".join([f'{INDENT}"""{lines[0]}', *(INDENT + line for line in lines[1:]), f'{INDENT}"""'])
+
+
+def sentence(text: str) -> str:
+    text = text.strip()
+    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 class Pattern:
-    """A kernel being written: parameters by role, helpers, structs and body lines."""
+    """A kernel being written: parameters by role, helpers, structs and body lines.
+
+    Parts that add behaviour say so with ``note`` (a clause such as "bounces off the ground"),
+    so the docstring describes the variant that was drawn.
+    """
 
     def __init__(self, rng: random.Random, name: str, suffix: str, complexity, fl: Flavour | None = None):
         self.rng = rng
         self.suffix = suffix
         self.fl = fl or Flavour()
         self.level = level(complexity if complexity != "mixed" else rng.choice(("small", "medium", "large")))
-        self.kb = KernelBuilder(rng, name, suffix, Profile({T.FLOAT32: 1.0}), "small")
+        self.kb = PatternKernel(rng, name, suffix, Profile({T.FLOAT32: 1.0}), "small")
+        self.notes: list[str] = []
+        self.purpose = ""  # for families whose parts choose it before ``finish``
+        self.pending: str | None = None  # a comment for the next body line
         self.kb.params = []
         self.lines: list[str] = []
         self.no_grad = False  # set by a part whose adjoint Warp does not give (atomic min/max)
@@ -192,8 +248,9 @@ class Pattern:
 
         Only for values read once: inlining a value read twice would compute it twice.
         """
-        if self.coin(inline):
-            return f"({expr})"
+        if self.coin(inline):  # brackets only where precedence needs them
+            atom = isinstance(ast.parse(expr, mode="eval").body, (ast.Call, ast.Name, ast.Attribute, ast.Subscript))
+            return expr if atom else f"({expr})"
         self.add(f"{name} = {expr}", indent=indent)
         return name
 
@@ -212,11 +269,32 @@ class Pattern:
         """Body lines (``None`` entries are skipped), indented ``indent`` levels deeper."""
         for text in lines:
             if text is not None:
+                if self.pending:
+                    self.kb.comments.append((text.splitlines()[0].strip(), self.pending))
+                    self.pending = None
                 self.lines += [INDENT * indent + line for line in text.splitlines()]
 
-    def finish(self, kernel_base: str, dims: list[int], tids: list[str] | None = None, *,
+    def why(self, comment: str, line: str | None = None) -> None:
+        """A comment to put above ``line`` (a body line, as written), or above the next line added."""
+        if line is None:
+            self.pending = comment
+        else:
+            self.kb.comments.append((line.strip(), comment))
+
+    def note(self, clause: str) -> None:
+        """A detail of the drawn variant for the docstring ("clamps the speed to ``max_speed``")."""
+        self.notes.append(clause)
+
+    def finish(self, kernel_base: str, dims: list[int], tids: list[str] | None = None, *, purpose: str,
                differentiable: bool = True, needs: str | None = None) -> KernelBuilder:
+        """The finished kernel; ``purpose`` (one sentence) opens its docstring and goes in the record."""
         kb = self.kb
+        purpose = sentence(purpose)
+        notes = self.notes[:3]  # the main ones: a docstring is a summary, not a listing
+        detail = sentence("It " + ", ".join(notes[:-1]) + (" and " if len(notes) > 1 else "") + notes[-1]) \
+            if notes else ""
+        kb.doc = docstring(purpose, detail)
+        kb.meta["record"] = {"purpose": purpose}
         kb.name = self.name(kernel_base)
         kb.dims, kb.ndim = list(dims), len(dims)
         kb.tids = tids or (["tid"] if len(dims) == 1 else ["i", "j", "k"][: len(dims)])
@@ -255,6 +333,7 @@ def particle_integration(rng, name, suffix, complexity):
     v = p.array("velocities" if x == "positions" else "particle_v", fl.vec, "inout" if in_place else "in")
     use_struct = rng.random() < 0.3
     if use_struct:
+        # the launch fills every field from one range: a small step, damping rate and gravity vector
         params = p.struct("SimParams", [("dt", fl.scalar), ("gravity", fl.vec), ("damping", fl.scalar)],
                           "params", 0.0, 0.05)
         dt, gravity, damping = f"{params}.dt", f"{params}.gravity", f"{params}.damping"
@@ -270,7 +349,8 @@ def particle_integration(rng, name, suffix, complexity):
         w = p.array("inv_mass" if rng.random() < 0.5 else "particle_inv_mass", fl.scalar, lo=0.0, hi=2.0)
         p.add(f"w = {w}[tid]")
         if p.chance(0.4):  # kinematic particles (zero inverse mass) do not move
-            p.add("if w == 0.0:", f"{INDENT}return")
+            p.add(f"if w == {fl.lit(0.0)}:", f"{INDENT}return")
+            p.note("leaves kinematic particles (zero inverse mass) where they are")
     elif mass == "mass":
         m = p.array("masses" if rng.random() < 0.5 else "particle_mass", fl.scalar, lo=0.5, hi=2.0)
         p.add(f"w = {fl.lit(1.0)} / {m}[tid]")
@@ -282,15 +362,17 @@ def particle_integration(rng, name, suffix, complexity):
         if p.chance(0.35):  # linear drag on top of the external forces
             p.add(f"f = f - {damping} * v")
             damping = None
+            p.note("adds linear drag to the external forces")
         p.add(f"v = v + (f * w + {gravity}) * {dt}" if rng.random() < 0.5 else
               f"a = f * w + {gravity}\nv = v + a * {dt}")
     else:
         p.add(f"v = v + {gravity} * {dt}")
     if damping is not None:
-        p.add(rng.choice((f"v = v * ({fl.lit(1.0)} - {damping} * {dt})",
-                          f"v = v * wp.exp(-{damping} * {dt})" if not use_struct else f"v = v * ({fl.lit(1.0)} - {damping})")))
+        p.add(rng.choice((f"v = v * ({fl.lit(1.0)} - {damping} * {dt})", f"v = v * wp.exp(-{damping} * {dt})")))
+        p.note("damps the velocity")
     if p.chance(0.3):
         vmax = p.scalar("max_speed", lo=1.0, hi=10.0)
+        p.note("clamps the speed to max_speed")
         if p.coin(0.7):
             p.add(f"speed = {p.length('v')}", f"if speed > {vmax}:", f"{INDENT}v = v * ({vmax} / speed)")
         else:  # compare squared speeds: one square root only when clamping
@@ -305,27 +387,32 @@ def particle_integration(rng, name, suffix, complexity):
             vx = f"v[0] * ({fl.lit(1.0)} - {p.scalar('friction', lo=0.0, hi=1.0)})"
         # rebuilt rather than assigned by component: Warp's adjoint of component stores in branches is unreliable
         zero = fl.lit(0.0)
-        p.add("if x[1] < 0.0:",
+        p.note("bounces particles off the ground plane y = 0")
+        p.add(f"if x[1] < {zero}:",
               f"{INDENT}x = {fl.v}(x[0], {zero}{', x[2]' if fl.dim == 3 else ''})",
               f"{INDENT}v = {fl.v}({vx}, -v[1] * {restitution}{', v[2]' if fl.dim == 3 else ''})")
     elif boundary == "box":
         reflect = p.name(rng.choice(("reflect", "bounce", "wall_velocity")))
         half = p.scalar(rng.choice(("box_size", "half_extent", "bound")), lo=0.5, hi=4.0)
+        # only a velocity heading out of the box flips: one already heading back in is left alone
         p.func(f"""
 @wp.func
 def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
-    if x > half or x < -half:
+    if (x > half and v > {fl.lit(0.0)}) or (x < -half and v < {fl.lit(0.0)}):
         return -v
     return v
 """)
         parts = ", ".join(f"{reflect}(x[{a}], v[{a}], {half})" for a in range(fl.dim))
         p.add(f"v = {fl.v}({parts})", f"x = wp.min(wp.max(x, {fl.v}(-{half})), {fl.v}({half}))")
+        p.note(f"keeps particles inside the box [-{half}, {half}], reflecting the velocity at its walls")
     elif boundary == "sphere":
         center = p.array("collider_center", fl.vec, shape=(1,))
         radius = p.scalar("collider_radius", lo=0.1, hi=1.0)
-        p.add(f"d = x - {center}[0]", "dist = wp.length(d)", f"if dist < {radius} and dist > 0.0:",
+        # n points out of the sphere; only the inward part of the velocity is removed
+        p.add(f"d = x - {center}[0]", "dist = wp.length(d)", f"if dist < {radius} and dist > {fl.lit(0.0)}:",
               f"{INDENT}n = d / dist", f"{INDENT}x = {center}[0] + n * {radius}",
               f"{INDENT}v = v - n * wp.min(wp.dot(v, n), {fl.lit(0.0)})")
+        p.note("pushes particles out of a spherical collider")
     if in_place:
         p.add(f"{x}[tid] = x", f"{v}[tid] = v")
     else:
@@ -335,11 +422,14 @@ def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
     if p.chance(0.25):  # a diagnostic: kinetic energy per unit mass, summed over particles
         ke = p.array(rng.choice(("kinetic_energy", "energy")), fl.scalar, "out", shape=(1,))
         p.add(f"wp.atomic_add({ke}, 0, {fl.lit(0.5)} * wp.dot(v, v))")
+        p.note("sums the kinetic energy per unit mass")
     elif p.chance(0.2):
         speeds = p.array(rng.choice(("speeds", "particle_speed")), fl.scalar, "out")
         p.add(f"{speeds}[tid] = {p.length('v')}")
+        p.note("writes each particle's speed")
     base = rng.choice(("integrate_particles", "integrate", "step_particles", "advance_particles"))
-    return p.finish(base, [n])
+    pushed = "external forces and gravity" if forced else "gravity"
+    return p.finish(base, [n], purpose=f"Advance particles one symplectic Euler step under {pushed}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,6 +492,7 @@ def spring_forces(rng, name, suffix, complexity):
             v = p.array(rng.choice(("velocities", "particle_qd", "v")), fl.vec, shape=pshape)
             kd = per_spring(p, "damping", "kd", 0.0, 1.0)
             p.add(f"dv = {v}[{j}] - {v}[{i}]", f"f = f + dv * {kd}")
+            p.note("damps the relative velocity of the two ends")
     else:
         p.add("d = xj - xi", f"l = {p.length('d')}")
         form = p.pick("return", "max", "normalize")
@@ -419,11 +510,13 @@ def spring_forces(rng, name, suffix, complexity):
                 p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
             else:
                 p.add(f"vrel = {v}[{j}] - {v}[{i}]", f"fs = {ke} * c + {kd} * wp.dot(vrel, dir)", "f = fs * dir")
+            p.note("damps the rate of stretch along the spring")
         else:
             p.add(f"f = dir * ({ke} * c)")
         if p.chance(0.3):
             energy = p.array(rng.choice(("spring_energy", "energies")), fl.scalar, "out")
             p.add(f"{energy}[tid] = {fl.lit(0.5)} * {ke} * c * c")
+            p.note("writes each spring's elastic energy")
     forces = p.array(rng.choice(("forces", "particle_f", "f_total")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
     style = rng.random()
     if style < 0.5:
@@ -432,7 +525,8 @@ def spring_forces(rng, name, suffix, complexity):
         p.add(f"wp.atomic_add({forces}, {i}, f)", f"wp.atomic_add({forces}, {j}, -f)")
     else:
         p.add(f"{forces}[{i}] += f", f"{forces}[{j}] -= f")
-    return p.finish(rng.choice(("eval_springs", "spring_forces", "accumulate_spring_forces")), p.kb.dims)
+    return p.finish(rng.choice(("eval_springs", "spring_forces", "accumulate_spring_forces")), p.kb.dims,
+                    purpose="Accumulate Hookean spring forces, equal and opposite on the two particles of each spring")
 
 
 def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, ...]) -> KernelBuilder:
@@ -450,7 +544,8 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
             p.add("if w_sum == 0.0:", f"{INDENT}return")
     else:
         p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == 0.0:", f"{INDENT}return")
-    if p.chance(0.5):  # XPBD: a compliance softens the constraint
+    xpbd = p.chance(0.5)
+    if xpbd:  # XPBD: a compliance softens the constraint
         alpha = p.scalar("compliance", lo=0.0, hi=0.01)
         dt = p.scalar("dt", lo=0.001, hi=0.02)
         p.add(*p.pick([f"alpha = {alpha} / ({dt} * {dt})", f"lam = ({l_minus(rest)}) / (w_sum + alpha)"],
@@ -467,13 +562,17 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
         p.add("corr = n * lam", f"wp.atomic_add({deltas}, {i}, -corr * wi)", f"wp.atomic_add({deltas}, {j}, corr * wj)")
     else:
         p.add(f"{deltas}[{i}] -= n * (lam * wi)", f"{deltas}[{j}] += n * (lam * wj)")
-    if p.chance(0.3):
+    if p.chance(0.3):  # Jacobi-style solvers average the corrections by how many constraints touch a particle
         counts = p.array("constraint_count", T.INT32, "out", shape=pshape)
         p.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
+        p.note("counts the constraints per particle for averaging")
     if p.chance(0.25):  # the constraint error, for a convergence test
         err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
         p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
-    return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims)
+        p.note("writes each constraint's violation")
+    kind = "compliant (XPBD) distance constraint" if xpbd else "distance constraint"
+    return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims,
+                    purpose=f"Project each {kind} and accumulate the position corrections, weighted by inverse mass")
 
 
 def l_minus(rest: str) -> str:
@@ -501,7 +600,11 @@ def {name}(r2: {s}, h: {s}):
 
 
 def force_kernels(p: Pattern, viscous: bool) -> dict[str, str]:
-    """Spiky gradient (pressure) and, if wanted, the viscosity Laplacian as ``@wp.func``."""
+    """Spiky gradient (pressure) and, if wanted, the viscosity Laplacian as ``@wp.func``.
+
+    The gradient is taken at particle i for ``d = x_i - x_j``: the kernel falls off with distance,
+    so the gradient points from i towards j (along ``-d``).
+    """
     fl, s, v = p.fl, p.fl.s, p.fl.v
     names = {k: p.name(k) for k in ("spiky_grad", "visc_laplacian")}
     zero = f"{v}()" if p.coin() else f"{v}({', '.join([fl.lit(0.0)] * fl.dim)})"
@@ -509,8 +612,8 @@ def force_kernels(p: Pattern, viscous: bool) -> dict[str, str]:
         test = [f"if r >= h or r < {fl.lit(1.0e-6)}:", f"{INDENT}return {zero}"]
     else:
         test = ["if r >= h:", f"{INDENT}return {zero}", f"r = wp.max(r, {fl.lit(1.0e-6)})"]
-    shape = p.pick(["q = h - r", "return d * (q * q / r)"], ["return d * ((h - r) * (h - r) / r)"],
-                   ["q = h - r", "return wp.normalize(d) * (q * q)" if not fl.f64 else "return d / r * (q * q)"])
+    shape = p.pick(["q = h - r", "return d * (-q * q / r)"], ["return d * (-(h - r) * (h - r) / r)"],
+                   ["q = h - r", "return wp.normalize(d) * (-q * q)" if not fl.f64 else "return d / r * (-q * q)"])
     if p.chance(0.3):  # with the normalisation constant 45 / (pi h^6)
         shape[-1] += f" * ({fl.lit(45.0)} / ({fl.lit('wp.pi')} * wp.pow(h, {fl.lit(6.0)})))"
     body = "\n".join(INDENT + line for line in test + shape)
@@ -588,6 +691,7 @@ def _sph_density(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder
     looped = pair_loop(p, n, body, skip_self=False)
     if p.chance(0.35):  # poly6 normalisation 315 / (64 pi h^9)
         p.add(f"rho = rho * {fl.lit(315.0)} / ({fl.lit(64.0)} * {fl.lit('wp.pi')} * wp.pow({h}, {fl.lit(9.0)}))")
+        p.note("applies the poly6 normalisation 315 / (64 pi h^9)")
     densities = p.array(rng.choice(("densities", "particle_rho", "density")), fl.scalar, "out")
     if p.chance(0.5):
         rest = p.scalar(rng.choice(("rest_density", "rho0")), lo=0.5, hi=2.0)
@@ -600,8 +704,11 @@ def _sph_density(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder
             value = f"{stiffness} * (rho - {rest})"
             value = f"wp.max({value}, {fl.lit(0.0)})" if eos == "clamped" else value
         p.add(f"{pressures}[tid] = {value}")
+        p.note("derives the pressure from a " + {"tait": "Tait", "linear": "linear",
+                                                   "clamped": "linear, non-negative"}[eos] + " equation of state")
     p.add(f"{densities}[tid] = rho")
     return p.finish(rng.choice(("compute_density", "sph_density", "update_density")), p.kb.dims,
+                    purpose="Sum the SPH density of each particle over all particles within the poly6 kernel radius",
                     differentiable=not looped)
 
 
@@ -624,12 +731,18 @@ def _sph_forces(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:
         body.append(f"f -= {k['spiky_grad']}(d, r, {h}) * ({mass} * (pi_term + {press}[j] / ({rho}[j] * {rho}[j])))")
     else:
         body.append(f"f -= {k['spiky_grad']}(d, r, {h}) * ({mass} * (pi + {press}[j]) / ({fl.lit(2.0)} * {rho}[j]))")
+    # in the symmetric form f is already an acceleration: the viscous term is divided by rho_i too
+    rho_ij = f"(rhoi * {rho}[j])" if symmetric else f"{rho}[j]"
     if viscous and p.coin(0.3):  # Monaghan's artificial viscosity, only for approaching pairs
+        p.why("Monaghan's 0.01 h^2 keeps the term finite as r -> 0")
+        p.add(f"eta_sq = {fl.lit(0.01)} * {h} * {h}")
         body += [f"vij = vi - {v}[j]", "vr = wp.dot(vij, d)", f"if vr < {fl.lit(0.0)}:",
-                 f"{INDENT}nu = {mu} * {h} * vr / (r * r + {fl.lit(0.01)} * {h} * {h})",
-                 f"{INDENT}f += {k['spiky_grad']}(d, r, {h}) * ({mass} * nu / {rho}[j])"]
+                 f"{INDENT}nu = {mu} * {h} * vr / (r * r + eta_sq)",
+                 f"{INDENT}f += {k['spiky_grad']}(d, r, {h}) * ({mass} * nu / {rho_ij})"]
+        p.note("adds Monaghan's artificial viscosity for approaching pairs")
     elif viscous:
-        body.append(f"f += ({v}[j] - vi) * ({mu} * {mass} * {k['visc_laplacian']}(r, {h}) / {rho}[j])")
+        body.append(f"f += ({v}[j] - vi) * ({mu} * {mass} * {k['visc_laplacian']}(r, {h}) / {rho_ij})")
+        p.note("adds Mueller's viscosity force")
     if p.coin(0.3):  # the cutoff in the loop, so far pairs cost one length
         body = body[:2] + [f"if r < {h}:"] + [INDENT + b for b in body[2:]]
     pair_loop(p, n, body, skip_self=True)
@@ -640,11 +753,15 @@ def _sph_forces(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:
         dt = p.scalar("dt", lo=0.001, hi=0.01)
         v_out = p.array(rng.choice(("velocities_out", "v_new")), fl.vec, "out")
         p.add(f"a = {acc}", f"{v_out}[tid] = vi + a * {dt}")
+        p.note("steps the velocity by the acceleration right away")
     else:
-        out = p.array(rng.choice(("accelerations", "particle_a", "forces_out")), fl.vec, "out")
+        out = p.array(rng.choice(("accelerations", "particle_a")), fl.vec, "out")
         p.add(f"{out}[tid] = {acc}")
+    form = "symmetric (momentum-conserving)" if symmetric else "averaged"
     # Warp's adjoint of this dynamic neighbour loop disagrees with finite differences: no gradient check
     return p.finish(rng.choice(("compute_forces", "sph_forces", "pressure_and_viscosity")), p.kb.dims,
+                    purpose=f"Compute each SPH particle's acceleration from the {form} pressure gradient "
+                            "with the spiky kernel, over all particles",
                     differentiable=False)
 
 
@@ -652,8 +769,12 @@ def _sph_forces(p: Pattern, x: str, h: str, n: str, mass: str) -> KernelBuilder:
 # reductions with atomics
 
 
-def reduced_value(p: Pattern, two_d: bool) -> tuple[str, bool]:
-    """Lines computing ``value`` for thread ``tid`` (or ``i, j``); (expression, reads a float input)."""
+VALUE_WORDS = {"kinetic": "kinetic energies", "square": "squared values", "error": "errors against a target",
+               "length": "vector lengths", "plain": "values", "distance": "distances from a reference point"}
+
+
+def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
+    """Lines computing ``value`` for thread ``tid`` (or ``i, j``); (expression, what it is in words)."""
     rng, fl = p.rng, p.fl
     at = "i, j" if two_d else "tid"
     nd = 2 if two_d else 1
@@ -668,12 +789,14 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, bool]:
         if p.coin(0.4):  # distance from a reference point
             origin = p.array(rng.choice(("origin", "center")), fl.vec, shape=(1,))
             p.add(f"value = {p.length(f'{x}[tid] - {origin}[0]')}")
+            kind = "distance"
         else:
             p.add(f"value = {p.length(f'{x}[tid]')}")
     elif kind == "error":
         a = p.array(rng.choice(("predicted", "values", "field")), fl.scalar, ndim=nd)
         b = p.array(rng.choice(("target", "reference", "expected")), fl.scalar, ndim=nd)
         p.add(f"diff = {a}[{at}] - {b}[{at}]", p.pick("value = diff * diff", "value = wp.abs(diff)"))
+        kind = "error"
     elif kind == "square":
         a = p.array(rng.choice(("values", "field", "residual")), fl.scalar, ndim=nd)
         p.add(*p.pick([f"r = {a}[{at}]", "value = r * r"], [f"value = {a}[{at}] * {a}[{at}]"]))
@@ -683,7 +806,8 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, bool]:
     if not two_d and p.chance(0.2):  # a per-item weight
         w = p.array(rng.choice(("item_weights", "scale_factors")), fl.scalar, lo=0.0, hi=1.0)
         p.add(f"value = value * {w}[tid]")
-    return "value", True
+        return "value", "weighted " + VALUE_WORDS[kind]
+    return "value", VALUE_WORDS[kind]
 
 
 @register("atomic_reduction", 1.0, source="patterns")
@@ -700,6 +824,7 @@ def atomic_reduction(rng, name, suffix, complexity):
     if kind not in ("histogram", "bounds") and p.chance(0.3) and not two_d:
         mask = p.array(rng.choice(("active", "mask", "flags")), T.INT32, lo=0, hi=1)
         p.add(f"if {mask}[tid] == 0:", f"{INDENT}return")
+        p.note(f"skips items whose {mask} entry is 0")
     if kind == "histogram":
         return _histogram(p)
     if kind == "bounds":
@@ -714,46 +839,66 @@ def atomic_reduction(rng, name, suffix, complexity):
                 r = p.scalar(rng.choice(("radius", "margin")), lo=0.0, hi=0.2)
             ext = f"{p.fl.spell(x_type(p))}({r}, {r}, {r})"
             p.add(f"wp.atomic_min({lower}, 0, x - {ext})", f"wp.atomic_max({upper}, 0, x + {ext})")
+            p.note("grows the box by each point's radius")
         else:
             p.add(*p.pick([f"wp.atomic_min({lower}, 0, x)", f"wp.atomic_max({upper}, 0, x)"],
                           [f"wp.atomic_max({upper}, 0, x)", f"wp.atomic_min({lower}, 0, x)"]))
         if p.chance(0.3):
             centre = p.array(rng.choice(("centroid_sum", "center_sum")), x_type(p), "out", shape=(1,))
             p.add(f"wp.atomic_add({centre}, 0, x)")
-        return p.finish(rng.choice(("compute_bounds", "bounding_box", "reduce_bounds")), p.kb.dims, differentiable=False)
-    value, _ = reduced_value(p, two_d)
+            p.note("sums the points for their centroid")
+        return p.finish(rng.choice(("compute_bounds", "bounding_box", "reduce_bounds")), p.kb.dims,
+                        purpose="Grow an axis-aligned bounding box over all points with atomic min and max",
+                        differentiable=False)
+    value, words = reduced_value(p, two_d)
     if kind == "max":
-        out = p.array(rng.choice(("max_value", "max_speed", "result")), fl.scalar, "inout", shape=(1,))
         fn = rng.choice(("atomic_max", "atomic_max", "atomic_min"))
+        extreme = "max" if fn == "atomic_max" else "min"
+        out = p.array(rng.choice((f"{extreme}_value", "result", "extreme")), fl.scalar, "inout", shape=(1,))
         p.add(f"wp.{fn}({out}, 0, {value})")
-        return p.finish(rng.choice(("reduce_max", "find_extreme", "max_reduce")), p.kb.dims, differentiable=False)
+        return p.finish(rng.choice((f"reduce_{extreme}", "find_extreme", f"{extreme}_reduce")), p.kb.dims,
+                        purpose=f"Reduce the {words} to their {'maximum' if extreme == 'max' else 'minimum'} "
+                                "with an atomic, on top of what the output holds",
+                        differentiable=False)
     if kind == "count":
         threshold = p.scalar(rng.choice(("threshold", "tolerance", "limit")), lo=0.0, hi=2.0)
         count = p.array(rng.choice(("count", "num_above", "counter")), T.INT32, "out", shape=(1,))
-        test = p.pick(f"{value} > {threshold}", f"wp.abs({value}) > {threshold}")
+        signed = words.endswith(" values") and "squared" not in words  # the others are never negative
+        test = f"{value} > {threshold}"
+        if signed and p.coin():
+            test = f"wp.abs({value}) > {threshold}"
+        if test.startswith("wp.abs"):
+            words = f"absolute {words}"
         if p.coin(0.4):  # stream compaction: the returned old count is this item's slot
             ids = p.array(rng.choice(("selected", "active_ids", "compacted")), T.INT32, "out",
                           shape=(p.kb.dims[0],))
             p.add(f"if {test}:", f"{INDENT}slot = wp.atomic_add({count}, 0, 1)", f"{INDENT}{ids}[slot] = tid")
             return p.finish(rng.choice(("compact", "select_active", "stream_compact")), p.kb.dims,
+                            purpose=f"Stream-compact the indices of items whose {words} exceed {threshold}, "
+                                    "taking slots from an atomic counter",
                             differentiable=False)
         p.add(f"if {test}:", f"{INDENT}wp.atomic_add({count}, 0, 1)")
-        return p.finish(rng.choice(("count_above", "count_active", "threshold_count")), p.kb.dims, differentiable=False)
+        return p.finish(rng.choice(("count_above", "count_active", "threshold_count")), p.kb.dims,
+                        purpose=f"Count the items whose {words} exceed {threshold}", differentiable=False)
     if kind == "segment":
         n_seg = rng.randint(2, 8)
         seg = p.array(rng.choice(("segment_ids", "body_index", "cluster")), T.INT32, lo=0, hi=n_seg - 1)
         sums = p.array(rng.choice(("segment_sums", "body_totals", "cluster_sums")), fl.scalar, "out", shape=(n_seg,))
         p.add(f"wp.atomic_add({sums}, {seg}[tid], {value})")
-        return p.finish(rng.choice(("segmented_sum", "reduce_by_key", "accumulate_segments")), p.kb.dims)
+        return p.finish(rng.choice(("segmented_sum", "reduce_by_key", "accumulate_segments")), p.kb.dims,
+                        purpose=f"Sum the {words} per segment, keyed by each item's segment id")
     if kind == "rows":
         sums = p.array(rng.choice(("row_sums", "row_norms", "totals")), fl.scalar, "out", shape=(p.kb.dims[0],))
         p.add(f"wp.atomic_add({sums}, i, {value})" if rng.random() < 0.5 else f"{sums}[i] += {value}")
-        return p.finish(rng.choice(("sum_rows", "row_reduce", "reduce_rows")), p.kb.dims)
+        return p.finish(rng.choice(("sum_rows", "row_reduce", "reduce_rows")), p.kb.dims,
+                        purpose=f"Sum the {words} of each row of a 2-D array into one entry per row")
     total = p.array(rng.choice(("total", "result", "energy", "loss")), fl.scalar, "out", shape=(1,))
     scale = p.scalar("scale", lo=0.1, hi=2.0) if p.chance(0.3) else None
     term = f"{value} * {scale}" if scale else value
     p.add(f"wp.atomic_add({total}, 0, {term})" if rng.random() < 0.6 else f"{total}[0] += {term}")
-    return p.finish(rng.choice(("reduce_sum", "compute_energy", "sum_values", "accumulate")), p.kb.dims)
+    scaled = f", scaled by {scale}," if scale else ""
+    return p.finish(rng.choice(("reduce_sum", "sum_values", "accumulate")), p.kb.dims,
+                    purpose=f"Sum the {words}{scaled} over all items into one value with an atomic add")
 
 
 def _strided_sum(p: Pattern) -> KernelBuilder:
@@ -776,18 +921,24 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
     else:  # the stride is the launch size: wp.tid() counts up to it
         count = p.count(rng.choice(("num_threads", "stride")), n)
         p.add("k = tid", f"while k < {data}.shape[0]:", f"{INDENT}{accumulate}", f"{INDENT}k += {count}")
-    total = p.array(rng.choice(("total", "result", "norm_sq" if kind == "sq" else "sum_out")), fl.scalar, "out",
-                    shape=(1,))
-    if kind == "max":
+    names = {"max": ("max_abs", "result"), "sq": ("norm_sq", "total", "result")}.get(kind, ("total", "result"))
+    total = p.array(rng.choice(names), fl.scalar, "out", shape=(1,))
+    what = {"sum": "values", "sq": "squared values", "abs": "absolute values", "max": "largest absolute value",
+            "length": "vector lengths"}[kind]
+    if kind == "max":  # absolute values are never negative: a zeroed output is a valid start
         p.add(f"wp.atomic_max({total}, 0, s)")
+        purpose = f"Find the {what} of an array with a grid-stride loop and one atomic max per thread"
     elif p.coin(0.3):  # the mean: every thread adds its share
         p.add(f"wp.atomic_add({total}, 0, s / {fl.s}({data}.shape[0]))")
+        purpose = f"Average the {what} of an array with a grid-stride loop and one atomic add per thread"
     else:
         p.add(f"wp.atomic_add({total}, 0, s)")
+        purpose = f"Sum the {what} of an array with a grid-stride loop and one atomic add per thread"
     if p.chance(0.3):
         partial = p.array(rng.choice(("partial_sums", "per_thread")), fl.scalar, "out")
         p.add(f"{partial}[tid] = s")
-    return p.finish(rng.choice(("strided_sum", "grid_stride_reduce", "reduce_strided")), p.kb.dims,
+        p.note("keeps each thread's partial result")
+    return p.finish(rng.choice(("strided_sum", "grid_stride_reduce", "reduce_strided")), p.kb.dims, purpose=purpose,
                     differentiable=threads is not None and kind != "max")
 
 
@@ -808,16 +959,22 @@ def _histogram(p: Pattern) -> KernelBuilder:
     lo = p.scalar(rng.choice(("min_value", "lower")), lo=-1.0, hi=0.0)
     if p.coin():
         width = p.scalar(rng.choice(("bin_width", "bin_size")), lo=0.1, hi=0.5)
-        p.add(f"b = int(({value} - {lo}) / {width})")
+        p.why("floor, not int(): int() rounds towards zero and would put values just below the range in bin 0")
+        p.add(f"b = int(wp.floor(({value} - {lo}) / {width}))")
     else:  # the range [lo, hi) split into as many bins as the histogram has
         hi = p.scalar(rng.choice(("max_value", "upper")), lo=3.0, hi=4.0)
         p.add(f"t = ({value} - {lo}) / ({hi} - {lo})", f"b = int(wp.floor(t * {fl.s}({counts}.shape[0])))")
     if rng.random() < 0.6:
         p.add(p.pick(f"b = wp.clamp(b, 0, {counts}.shape[0] - 1)", f"b = wp.min(wp.max(b, 0), {counts}.shape[0] - 1)"))
+        p.note("puts values outside the range in the first or last bin")
     else:
         p.add(f"if b < 0 or b >= {counts}.shape[0]:", f"{INDENT}return")
+        p.note("skips values outside the range")
     p.add(f"wp.atomic_add({counts}, b, 1)")
     if p.chance(0.3):  # and the per-bin sum, for bin means
         sums = p.array(rng.choice(("bin_sums", "bin_totals")), fl.scalar, "out", shape=(bins,))
         p.add(f"wp.atomic_add({sums}, b, {value})")
-    return p.finish(rng.choice(("histogram", "bin_values", "count_bins")), p.kb.dims, differentiable=False)
+        p.note("sums the values per bin for bin means")
+    what = "speeds" if value == "value" else "values"
+    return p.finish(rng.choice(("histogram", "bin_values", "count_bins")), p.kb.dims,
+                    purpose=f"Count {what} into the bins of a histogram with atomic adds", differentiable=False)

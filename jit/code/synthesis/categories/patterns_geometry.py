@@ -10,7 +10,7 @@ says so (``needs_runtime_objects`` with the reason). What it leaves out: volumes
 from __future__ import annotations
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern, loop_body, poly6
 
 GRID = "a wp.HashGrid built over the positions array"
@@ -48,6 +48,7 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if p.chance(0.5):
         v = p.array(rng.choice(("particle_v", "velocities", "v")), T.VEC3F)
         kd = p.scalar(rng.choice(("k_damp", "kd")), lo=0.0, hi=10.0)
+        p.note("damps the normal relative velocity")
         if p.coin():
             body.append(f"{INDENT}f -= n * ({kd} * wp.dot({v}[i] - {v}[index], n))")
         else:
@@ -63,6 +64,7 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if p.chance(0.3):
         fmax = p.scalar(rng.choice(("max_force", "force_limit")), lo=10.0, hi=100.0)
         p.add(f"fn = {p.length('f')}", f"if fn > {fmax}:", f"{INDENT}f = f * ({fmax} / fn)")
+        p.note(f"limits the force to {fmax}")
     if p.coin(0.35):  # added to the forces other kernels accumulate
         out = p.array(rng.choice(("particle_f", "forces")), T.VEC3F, "inout")
         p.add(p.pick(f"{out}[i] += f", f"wp.atomic_add({out}, i, f)"))
@@ -71,6 +73,9 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         p.add(f"{out}[i] = f")
     if count:
         p.add(f"{p.array(rng.choice(('contact_count', 'num_contacts')), T.INT32, 'out')}[i] = contacts")
+        p.note("counts each particle's contacts")
+    model = "linear spring" if law == "linear" else "Hertzian"
+    p.purpose = f"Sum {model} contact forces on each particle from the overlapping neighbours a hash grid finds"
     return ("apply_contacts", "collide_particles", "eval_contacts")
 
 
@@ -95,8 +100,8 @@ def _density(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         p.add("rho = float(0.0)")
         body = [f"r2 = wp.length_sq(xi - {x}[index])", f"if r2 < {h} * {h}:", f"{INDENT}w = {h} * {h} - r2",
                 f"{INDENT}rho += {mass} * w * w * w"]
-    if p.chance(0.3):
-        body.append("neighbors += 1")
+    if body[1].startswith("if r2 <") and p.chance(0.4):  # the query's candidates include particles beyond h
+        body.append(f"{INDENT}neighbors += 1")
         p.add("neighbors = int(0)")
         counts = p.array(rng.choice(("neighbor_count", "num_neighbors")), T.INT32, "out")
     else:
@@ -105,8 +110,10 @@ def _density(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     norm = p.pick(None, "param", "computed")
     if norm == "param":
         p.add(f"rho *= {p.scalar(rng.choice(('poly6_coeff', 'kernel_norm')), lo=1.0, hi=10.0)}")
+        p.note("scales by the kernel's normalisation constant")
     elif norm == "computed":  # poly6 normalisation 315 / (64 pi h^9)
         p.add(f"rho *= 315.0 / (64.0 * wp.pi * wp.pow({h}, 9.0))")
+        p.note("applies the poly6 normalisation 315 / (64 pi h^9)")
     out = p.array(rng.choice(("particle_rho", "densities")), T.FLOAT32, "out")
     p.add(f"{out}[i] = rho")
     if counts:
@@ -116,6 +123,10 @@ def _density(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         k = p.scalar(rng.choice(("stiffness", "gas_constant")), lo=1.0, hi=10.0)
         press = p.array(rng.choice(("particle_p", "pressures")), T.FLOAT32, "out")
         p.add(f"{press}[i] = " + p.pick(f"{k} * (rho - {rho0})", f"wp.max({k} * (rho - {rho0}), 0.0)"))
+        p.note("derives the pressure from a linear equation of state")
+    if counts:
+        p.note("counts the neighbours within h")
+    p.purpose = "Sum each particle's SPH density with the poly6 kernel over the neighbours a hash grid finds"
     return ("compute_density", "grid_density")
 
 
@@ -145,6 +156,8 @@ def _average(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     else:
         p.add(f"vi = wp.where({cond}, vi + {blend} * ({mean} - vi), vi)")
     p.add(f"{out}[i] = vi")
+    mean = "distance-weighted mean" if weighted else "mean"
+    p.purpose = f"Blend each particle's velocity towards the {mean} velocity of its hash-grid neighbours (XSPH)"
     return ("smooth_velocities", "xsph_viscosity", "align_velocities")
 
 
@@ -163,10 +176,13 @@ def _cohesion(p: Pattern, x: str, grid: str, v: str, radius: str, blend: str) ->
     if separate:
         k = p.scalar(rng.choice(("separation", "k_separation")), lo=0.0, hi=0.1)
         p.add(f"vi += {k} * push")
+        p.note("pushes apart neighbours that come close")
     if p.chance(0.4):
         vmax = p.scalar(rng.choice(("max_speed", "speed_limit")), lo=1.0, hi=5.0)
         p.add(f"speed = {p.length('vi')}", f"if speed > {vmax}:", f"{INDENT}vi = vi * ({vmax} / speed)")
+        p.note(f"limits the speed to {vmax}")
     p.add(f"{out}[i] = vi")
+    p.purpose = "Steer each boid towards the centre of its hash-grid neighbours (cohesion)"
     return ("flock", "boids_step", "steer_boids")
 
 
@@ -203,7 +219,14 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if p.chance(0.25):
         total = p.array(rng.choice(("total_count", "num_pairs")), T.INT32, "out", shape=(1,))
         p.add(f"wp.atomic_add({total}, 0, count)")
-    return ("build_neighbor_list", "find_neighbors") if listed else ("count_neighbors", "neighbor_counts")
+        p.note("sums the counts over all particles")
+    if closest:
+        p.note("finds the nearest neighbour's distance")
+    if listed:
+        p.purpose = "Build a fixed-capacity neighbour list per particle from a hash-grid query, counting all neighbours"
+        return ("build_neighbor_list", "find_neighbors")
+    p.purpose = f"Count each particle's neighbours within a radius, found with a hash-grid query"
+    return ("count_neighbors", "neighbor_counts")
 
 
 @register("grid_neighbors", 0.9, source="patterns")
@@ -221,8 +244,8 @@ def grid_neighbors(rng, name, suffix, complexity):
     p.add(f"xi = {x}[i]")
     kind = rng.choice((_contact, _density, _average, _count))
     base = kind(p, x, grid)
-    return p.finish(rng.choice(base), p.kb.dims, ["tid" if sorted_order else "i"], differentiable=False,
-                    needs=f"needs {GRID}")
+    return p.finish(rng.choice(base), p.kb.dims, ["tid" if sorted_order else "i"], purpose=p.purpose,
+                    differentiable=False, needs=f"needs {GRID}")
 
 
 @register("mesh_queries", 0.9, source="patterns")
@@ -279,6 +302,7 @@ def _mesh_sdf(p: Pattern, mesh: str, x: str, max_dist: str):
         xform = p.array(rng.choice(("mesh_transform", "shape_X")), T.TRANSFORMF, shape=(1,))
         p.add(f"x_local = wp.transform_point(wp.transform_inverse({xform}[0]), x)")
         at = "x_local"
+        p.note("queries in the frame of the posed mesh")
     p.add(f"d = {max_dist}")
     test, sign = closest_point(p, mesh, at, max_dist, signed)
     face, u, v = query_fields(test)
@@ -289,17 +313,22 @@ def _mesh_sdf(p: Pattern, mesh: str, x: str, max_dist: str):
     else:
         p.add(f"{INDENT}d = {dist} * {sign}" if signed else f"{INDENT}d = {dist}")
     if p.chance(0.35):  # the surface normal at the closest point, for gradients of the field
-        normals = p.array(rng.choice(("normals", "sdf_grad")), T.VEC3F, "out")
+        normals = p.array(rng.choice(("normals", "face_normals")), T.VEC3F, "out")
         p.add(f"{INDENT}{normals}[tid] = wp.mesh_eval_face_normal({mesh}, {face})")
+        p.note("writes the normal of the closest face")
     if signed and p.chance(0.3):
         inside = p.array(rng.choice(("inside", "is_inside")), T.INT32, "out")
         p.add(f"{inside}[tid] = wp.where(d < 0.0, 1, 0)")
+        p.note("flags points inside the mesh")
     if p.chance(0.3):  # a narrow band: distances beyond the band are clamped
         band = p.scalar(rng.choice(("band_width", "narrow_band")), lo=0.1, hi=1.0)
         p.add(f"d = wp.clamp(d, -{band}, {band})")
+        p.note(f"clamps distances to a narrow band of width {band}")
     p.add(f"{out}[tid] = d")
-    return p.finish(rng.choice(("sample_sdf", "mesh_distance", "compute_sdf")), p.kb.dims, differentiable=False,
-                    needs="needs a wp.Mesh")
+    what = "signed distance (negative inside)" if signed else "unsigned distance"
+    return p.finish(rng.choice(("sample_sdf", "mesh_distance", "compute_sdf")), p.kb.dims,
+                    purpose=f"Compute each point's {what} to a mesh, up to {max_dist}",
+                    differentiable=False, needs="needs a wp.Mesh")
 
 
 def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
@@ -314,17 +343,23 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
     face, u, v = query_fields(test)
     body = [f"cp = wp.mesh_eval_position({mesh}, {face}, {u}, {v})", "delta = x - cp",
             f"dist = {p.length('delta')} * {sign}"]
-    normal = p.pick("wp.normalize(delta) * {s}", "delta / wp.max(wp.abs(dist), 1.0e-6)", "face")
+    normal = p.pick("wp.normalize(delta) * {s}", "delta * ({s} / wp.max(wp.abs(dist), 1.0e-6))", "face")
     if normal == "face":
         normal = f"wp.mesh_eval_face_normal({mesh}, {face})"
     push = p.pick(f"x = x + n * ({radius} - dist)", f"x = cp + n * {radius}")
     body += [f"if dist < {radius}:", f"{INDENT}n = {normal.format(s=sign)}", f"{INDENT}{push}"]
+    if "delta" in normal:
+        p.why("delta points into the mesh from inside: the sign turns it outwards", f"n = {normal.format(s=sign)}")
     rel = "v"
     if p.chance(0.3):  # a moving mesh: the response uses the velocity relative to the surface
         body.append(f"{INDENT}v_rel = v - wp.mesh_eval_velocity({mesh}, {face}, {u}, {v})")
         rel = "v_rel"
+        p.note("responds to the velocity relative to the moving mesh")
     body += [f"{INDENT}vn = wp.dot({rel}, n)", f"{INDENT}if vn < 0.0:"]
     response = p.pick("stop", "friction", "restitution")
+    p.note({"stop": "removes the approaching normal velocity", "friction": "removes the approaching normal "
+            "velocity and scales the tangential one by 1 - friction",
+            "restitution": "reflects the approaching normal velocity with restitution"}[response])
     if response == "friction":
         mu = p.scalar(rng.choice(("friction", "mu")), lo=0.0, hi=1.0)
         body += [f"{INDENT * 2}vt = v - n * vn", f"{INDENT * 2}v = vt * (1.0 - {mu})"]
@@ -348,6 +383,7 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
         vo = p.array(rng.choice(("velocities_out", "v_new")), T.VEC3F, "out")
         p.add(*p.pick([f"{xo}[tid] = x", f"{vo}[tid] = v"], [f"{vo}[tid] = v", f"{xo}[tid] = x"]))
     return p.finish(rng.choice(("collide_mesh", "particle_mesh_contact", "resolve_collisions")), p.kb.dims,
+                    purpose=f"Push particles closer than {radius} to a mesh back out along the outward normal",
                     differentiable=False, needs="needs a wp.Mesh")
 
 
@@ -368,7 +404,7 @@ def _mesh_raycast(p: Pattern):
     else:
         p.add(f"ro = wp.vec3(0.0, {rng.choice(('0.0', '0.5', '1.0'))}, {rng.choice(('2.0', '4.0', '5.0'))})")
     if p.coin(0.4):
-        fov = p.scalar(rng.choice(("fov", "tan_half_fov")), lo=0.3, hi=1.2)
+        fov = p.scalar("tan_half_fov", lo=0.3, hi=1.2)
         p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
     else:
         p.add("rd = wp.normalize(wp.vec3(sx, sy, -1.0))")
@@ -384,13 +420,15 @@ def _mesh_raycast(p: Pattern):
     if depth_only:
         p.add("d = float(0.0)", f"if {test}:", f"{INDENT}d = {t}", f"{image}[i, j] = d")
         return p.finish(rng.choice(("render_depth", "raycast_depth")), p.kb.dims, ["i", "j"],
+                        purpose="Ray cast a depth image of a mesh through a pinhole camera, 0 where nothing is hit",
                         differentiable=False, needs="needs a wp.Mesh")
     p.add(f"color = wp.vec3({rng.choice(('0.0', '0.1', '0.2'))})", f"if {test}:")
     shade = p.pick("normal", "lambert", "lambert_pos")
     if shade == "normal":
         p.add(f"color = {normal} * 0.5 + wp.vec3(0.5)", indent=1)
-    elif shade == "lambert":
-        light = f"wp.normalize(wp.vec3({rng.choice(('1.0', '-1.0', '0.5'))}, 1.0, 1.0))"
+    elif shade == "lambert":  # a fixed light direction, written as a unit vector
+        light = rng.choice(("wp.vec3(0.5774, 0.5774, 0.5774)", "wp.vec3(-0.5774, 0.5774, 0.5774)",
+                            "wp.vec3(0.3333, 0.6667, 0.6667)"))
         p.add(f"color = wp.vec3(wp.max(wp.dot({normal}, {light}), 0.0))", indent=1)
     else:  # a point light: the direction from the hit point
         light = p.array(rng.choice(("light_pos", "lights")), T.VEC3F, shape=(1,))
@@ -400,7 +438,10 @@ def _mesh_raycast(p: Pattern):
         depth = p.array(rng.choice(("depth", "hit_t")), T.FLOAT32, "out", ndim=2)
         p.add(f"{depth}[i, j] = {t}", indent=1)
     p.add(f"{image}[i, j] = color")
+    look = {"normal": "coloured by its normals", "lambert": "lit by a directional light",
+            "lambert_pos": "lit by a point light"}[shade]
     return p.finish(rng.choice(("render_mesh", "raycast_mesh", "draw_mesh")), p.kb.dims, ["i", "j"],
+                    purpose=f"Ray cast an image of a mesh {look} through a pinhole camera, one thread per pixel",
                     differentiable=False, needs="needs a wp.Mesh")
 
 
@@ -443,5 +484,10 @@ def _bvh_overlaps(p: Pattern):
     if p.chance(0.3):
         total = p.array(rng.choice(("total_pairs", "pair_count")), T.INT32, "out", shape=(1,))
         p.add(f"wp.atomic_add({total}, 0, count)")
+        p.note("sums the counts over all queries")
+    if first:
+        p.note("records the first item found")
+    query = "ray" if by_ray else "box"
     return p.finish(rng.choice(("count_overlaps", "broad_phase", "query_boxes")), p.kb.dims,
+                    purpose=f"Count the BVH items each {query} overlaps, as a broad phase does",
                     differentiable=False, needs="needs a wp.Bvh")

@@ -10,8 +10,10 @@ patterns (``patterns``, ``patterns_solid``) and sparse grids (volumes need runti
 
 from __future__ import annotations
 
+import math
+
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, Pattern, flavour, fmt
 
 OPERATIONS = ("diffusion", "diffusion", "wave", "jacobi", "gradient", "divergence")
@@ -81,6 +83,11 @@ def grid_stencil(rng, name, suffix, complexity):
     if boundary == "skip":
         keep = f"{f}[{at}]" if op in ("diffusion", "wave") else f"{p.fl.spell(out_type)}()" if op == "gradient" else fl.lit(0.0)
         p.add(f"if {border_test(f, dims)}:", f"{INDENT}{out}[{at}] = {keep}", f"{INDENT}return")
+        p.note("keeps border cells " + ("as they are" if op in ("diffusion", "wave") else "at zero"))
+    elif boundary == "periodic":
+        p.note("wraps around the grid's edges (periodic boundaries)")
+    else:
+        p.note("clamps neighbour reads at the edges (zero-flux boundaries)")
     nb = neighbours(p, f, dims, boundary, lookup)
     if p.coin(0.4):  # neighbours read into named locals first
         labels = ("left", "right", "down", "up", "back", "front")[: 2 * dims]
@@ -89,6 +96,8 @@ def grid_stencil(rng, name, suffix, complexity):
     inv_dx = p.scalar(rng.choice(("inv_dx", "inv_cell_size")), lo=0.5, hi=2.0) if rng.random() < 0.5 else None
     dx = None if inv_dx else p.scalar(rng.choice(("dx", "cell_size", "h")) if op != "wave" else "dx", lo=0.5, hi=2.0)
     inv = inv_dx or f"({fl.lit(1.0)} / {dx})"
+    # a central difference spans two cells
+    central = f" * ({fl.lit(0.5)} * {inv_dx})" if inv_dx else f" / ({fl.lit(2.0)} * {dx})"
     if op in ("diffusion", "wave"):
         scale = f"/ ({dx} * {dx})" if dx and p.coin() else f"* {inv} * {inv}"
         p.add(f"c = {f}[{at}]", f"lap = ({' + '.join(nb)} - {fl.lit(fmt(2.0 * dims))} * c) {scale}")
@@ -99,15 +108,19 @@ def grid_stencil(rng, name, suffix, complexity):
             if p.chance(0.35):  # a source term
                 src = p.array(rng.choice(("source", "heat_source", "rhs")), fl.scalar, ndim=dims)
                 value = f"c + {dt} * ({kappa} * lap + {src}[{at}])"
+                p.note("adds a source term")
             store(p, out, at, value, "c")
+            purpose = f"Take one explicit Euler step of the diffusion equation on a {dims}-D grid"
         else:
             prev = p.array(rng.choice(("h_prev", "previous", "u_prev")), fl.scalar, ndim=dims)
-            speed = p.scalar(rng.choice(("wave_speed", "c2", "k_speed")), lo=0.1, hi=1.0)
-            value = f"{fl.lit(2.0)} * c - {prev}[{at}] + {dt} * {dt} * {speed} * lap"
-            if p.chance(0.4):
+            c2 = wave_speed_sq(p)
+            value = f"{fl.lit(2.0)} * c - {prev}[{at}] + {dt} * {dt} * {c2} * lap"
+            if p.chance(0.4):  # the velocity is (c - prev) / dt: the damping term carries one dt, not two
                 damp = p.scalar(rng.choice(("damping", "k_damp")), lo=0.0, hi=0.5)
-                value = f"{fl.lit(2.0)} * c - {prev}[{at}] + {dt} * {dt} * ({speed} * lap - {damp} * (c - {prev}[{at}]))"
+                value = f"{value} - {damp} * {dt} * (c - {prev}[{at}])"
+                p.note("damps the motion in proportion to its velocity")
             store(p, out, at, value, "c")
+            purpose = f"Take one leapfrog step of the wave equation on a {dims}-D grid"
     elif op == "jacobi":
         div = p.array(rng.choice(("divergence", "rhs", "b")), fl.scalar, ndim=dims)
         h2 = f"{dx} * {dx}" if dx else f"{fl.lit(1.0)} / ({inv_dx} * {inv_dx})"
@@ -118,34 +131,49 @@ def grid_stencil(rng, name, suffix, complexity):
             p.add(f"c = {f}[{at}]")
             value = f"c + {omega} * ({value} - c)"
             store(p, out, at, value, "c")
+            p.note(f"relaxes the update by {omega} (weighted Jacobi)")
         else:
             p.add(f"{out}[{at}] = {value}")
+        purpose = f"Take one Jacobi iteration of the pressure Poisson equation on a {dims}-D grid"
     elif op == "gradient":
         comps = [f"{nb[2 * a + 1]} - {nb[2 * a]}" for a in range(dims)]
-        p.add(f"g = {p.fl.spell(vec)}({', '.join(comps)}) * ({fl.lit(0.5)} * {inv})")
+        p.add(f"g = {p.fl.spell(vec)}({', '.join(comps)}){central}")
         if p.chance(0.4):  # pressure projection: subtract the gradient from a velocity field
             vel = p.array(rng.choice(("velocity", "vel")), vec, ndim=dims)
             p.add(f"{out}[{at}] = {vel}[{at}] - g")
+            purpose = (f"Project a velocity field by subtracting the central-difference pressure gradient, "
+                       f"on a {dims}-D grid")
         else:
             p.add(f"{out}[{at}] = g")
+            purpose = f"Compute the central-difference gradient of a scalar field on a {dims}-D grid"
     else:
         if p.coin():
             terms = " + ".join(f"{nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]" for a in range(dims))
-            p.add(f"div_u = ({terms}) * ({fl.lit(0.5)} * {inv})")
+            p.add(f"div_u = ({terms}){central}")
         else:  # one central difference per axis
             axes = ("dudx", "dvdy", "dwdz")[:dims]
-            p.add(*(f"{d} = ({nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]) * {fl.lit(0.5)} * {inv}" for a, d in enumerate(axes)),
+            p.add(*(f"{d} = ({nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]){central}" for a, d in enumerate(axes)),
                   f"div_u = {' + '.join(axes)}")
         if p.chance(0.35):  # the right-hand side of the pressure Poisson equation: -rho / dt * div
             rho = p.scalar(rng.choice(("density", "rho")), lo=0.5, hi=2.0)
             dt = p.scalar("dt", lo=0.001, hi=0.05)
             p.add(f"div_u = -{rho} / {dt} * div_u")
+            p.note("scales it to the pressure equation's right-hand side, -rho / dt div u")
         p.add(f"{out}[{at}] = div_u")
+        purpose = f"Compute the central-difference divergence of a velocity field on a {dims}-D grid"
     base = {"diffusion": ("diffuse", "heat_step", "apply_laplacian"), "wave": ("wave_solve", "wave_step"),
             "jacobi": ("pressure_jacobi", "jacobi_iteration", "solve_pressure"),
             "gradient": ("compute_gradient", "pressure_gradient", "grad_field"),
             "divergence": ("compute_divergence", "divergence", "velocity_divergence")}[op]
-    return p.finish(rng.choice(base), p.kb.dims)
+    return p.finish(rng.choice(base), p.kb.dims, purpose=purpose)
+
+
+def wave_speed_sq(p: Pattern) -> str:
+    """The squared wave speed c^2 of the wave equation: a parameter of its own, or a speed squared."""
+    if p.coin():
+        return p.scalar(p.pick("c2", "wave_speed_sq"), lo=0.01, hi=1.0)
+    speed = p.scalar(p.pick("wave_speed", "speed"), lo=0.1, hi=1.0)
+    return f"{speed} * {speed}"
 
 
 def store(p: Pattern, out: str, at: str, value: str, old: str) -> None:
@@ -158,9 +186,11 @@ def store(p: Pattern, out: str, at: str, value: str, old: str) -> None:
     if p.fl.f64 or p.coin():
         delta = p.array(p.pick("delta", "change"), p.fl.scalar, "out", ndim=ndim)
         p.add(f"{delta}[{at}] = new_value - {old}")
+        p.note("writes each cell's change")
     else:
         worst = p.array(p.pick("max_change", "max_delta"), p.fl.scalar, "inout", lo=0.0, hi=0.0, shape=(1,))
         p.add(f"wp.atomic_max({worst}, 0, wp.abs(new_value - {old}))")
+        p.note("tracks the largest change for a convergence test")
         p.no_grad = True
 
 
@@ -174,6 +204,7 @@ def _flat_stencil(p: Pattern, op: str):
     height = p.scalar("height", T.INT32, lo=h, hi=h)
     if p.chance(0.3):
         p.add(f"if tid >= {width} * {height}:", f"{INDENT}return")
+    p.note("reads neighbours with coordinates clamped to the grid (zero-flux boundaries)")
     p.add(*p.pick([f"x = tid % {width}", f"y = tid // {width}"], [f"y = tid // {width}", f"x = tid - y * {width}"]))
     steps = ((1, 0), (-1, 0), (0, 1), (0, -1))
     if p.coin():
@@ -196,22 +227,28 @@ def {sample}(f: wp.array(dtype={fl.s}), x: int, y: int, width: int, height: int)
     p.add(f"lap = lap * {inv} * {inv}")
     if op == "wave":
         prev = p.array(rng.choice(("hprevious", "h_prev")), fl.scalar)
-        speed = p.scalar(rng.choice(("k_speed", "wave_speed")), lo=0.1, hi=1.0)
+        c2 = wave_speed_sq(p)
         out = p.array(rng.choice(("hnext", "h_out")), fl.scalar, "out")
-        value = f"{fl.lit(2.0)} * c - {prev}[tid] + {dt} * {dt} * {speed} * lap"
+        value = f"{fl.lit(2.0)} * c - {prev}[tid] + {dt} * {dt} * {c2} * lap"
         if p.chance(0.35):
             damp = p.scalar(rng.choice(("damping", "k_damp")), lo=0.0, hi=0.5)
             value = f"{value} - {damp} * {dt} * (c - {prev}[tid])"
+            p.note("damps the motion in proportion to its velocity")
         store(p, out, "tid", value, "c")
-        return p.finish(rng.choice(("wave_solve", "wave_step")), p.kb.dims)
+        return p.finish(rng.choice(("wave_solve", "wave_step")), p.kb.dims,
+                        purpose="Take one leapfrog step of the wave equation on a 2-D grid stored row by row "
+                                "in a flat array")
     kappa = p.scalar(rng.choice(("diffusivity", "kappa")), lo=0.0, hi=1.0)
     out = p.array(rng.choice(("out", "field_out")), fl.scalar, "out")
     value = f"c + {dt} * {kappa} * lap"
     if p.chance(0.3):
         src = p.array(rng.choice(("source", "heat_source")), fl.scalar)
         value = f"{value} + {dt} * {src}[tid]"
+        p.note("adds a source term")
     store(p, out, "tid", value, "c")
-    return p.finish(rng.choice(("diffuse", "heat_step")), p.kb.dims)
+    return p.finish(rng.choice(("diffuse", "heat_step")), p.kb.dims,
+                    purpose="Take one explicit Euler step of the diffusion equation on a 2-D grid stored row by row "
+                            "in a flat array")
 
 
 def step(axis: str, d: int) -> str:
@@ -258,21 +295,26 @@ def sample_call(sample: str, field: str, x: str, y: str) -> str:
     return f"{sample}({field}, {x}, {y})"
 
 
-def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, str]:
-    """Lines backtracing cell (i, j) along the velocity; returns the departure point's coordinates."""
+def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, str, str]:
+    """Lines backtracing cell (i, j) along the velocity; returns the departure point's coordinates
+    and the factor turning a velocity into cells per step (``dt / dx``, or ``dt`` when velocities
+    are given in cells per unit time)."""
     inv_dx = p.scalar(p.pick("inv_dx", "inv_cell_size"), lo=0.5, hi=2.0) if p.chance(0.4) else None
     step = f"{dt} * {inv_dx}" if inv_dx else dt
-    if p.coin(0.3) and inv_dx is None:  # lengths in world units: positions scaled by the cell size
+    if p.coin(0.45) and inv_dx is None:  # lengths in world units: positions scaled by the cell size
         h = p.scalar(p.pick("dx", "cell_size"), lo=0.5, hi=2.0)
         step = f"{dt} / {h}"
+    if step == dt:
+        p.note("takes velocities in cells per unit time")
     p.add(f"v = {vel}[i, j]")
     if vsample:  # second-order backtrace: the velocity half a step back (midpoint rule)
         p.add(f"v = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
+        p.note("traces back with the midpoint rule")
     if p.coin():
         p.add(f"pos = wp.vec2(float(i), float(j)) - v * ({step})")
-        return "pos[0]", "pos[1]"
+        return "pos[0]", "pos[1]", step
     p.add(f"x = float(i) - v[0] * {step}", f"y = float(j) - v[1] * {step}")
-    return "x", "y"
+    return "x", "y", step
 
 
 @register("advection", 0.9, source="patterns")
@@ -292,27 +334,34 @@ def advection(rng, name, suffix, complexity):
         keep = f"{q}[i, j]" if p.coin() else ("wp.vec2()" if self_advect else "0.0")
         p.add(f"if i == 0 or j == 0 or i == {q}.shape[0] - 1 or j == {q}.shape[1] - 1:",
               f"{INDENT}{out}[i, j] = {keep}", f"{INDENT}return")
+        p.note("keeps border cells " + ("as they are" if keep.endswith("[i, j]") else "at zero"))
     vsample = None
     if p.chance(0.4):
         vsample = sample if self_advect else bilinear(p, "wp.vec2", ("sample_velocity", "interpolate_velocity"))
-    x, y = departure(p, vel, dt, vsample)
+    x, y, cells = departure(p, vel, dt, vsample)
     value = p.let("value", sample_call(sample, q, x, y), inline=0.5)
     if p.chance(0.35):
         decay = p.scalar(rng.choice(("dissipation", "decay")), lo=0.0, hi=0.5)
         value = f"{value} * " + p.pick(f"(1.0 - {decay} * {dt})", f"wp.exp(-{decay} * {dt})")
+        p.note("lets the advected quantity decay")
     if not self_advect and p.chance(0.3):  # an emitter adds density where it injects
         src = p.array(rng.choice(("source", "emitter", "inflow")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"
+        p.note("adds what an emitter injects")
     elif self_advect and p.chance(0.3):  # buoyancy or gravity on the advected velocity
         g = p.scalar(rng.choice(("gravity", "buoyancy")), lo=-9.8, hi=9.8)
         value = f"{value} + wp.vec2(0.0, {g} * {dt})"
+        p.note(f"adds a vertical acceleration {g}")
     if not self_advect and p.chance(0.25):  # interpolation and sources must not make density negative
         value = f"wp.max({value}, 0.0)"
     p.add(f"{out}[i, j] = {value}")
-    if p.chance(0.25):  # the CFL number per cell, to choose the next time step
+    if p.chance(0.25):  # the CFL number |u| dt / dx per cell; its maximum chooses the next time step
         cfl = p.array(rng.choice(("cfl", "courant")), T.FLOAT32, "out", ndim=2)
-        p.add(f"{cfl}[i, j] = {p.length(f'{vel}[i, j]')} * {dt}")
-    return p.finish(rng.choice(("advect", "semi_lagrangian", "advect_field")), p.kb.dims)
+        p.add(f"{cfl}[i, j] = {p.length(f'{vel}[i, j]')} * {cells}")
+        p.note("writes each cell's CFL number |u| dt / dx")
+    what = "the velocity field along itself" if self_advect else f"the {q} field through a velocity field"
+    return p.finish(rng.choice(("advect", "semi_lagrangian", "advect_field")), p.kb.dims,
+                    purpose=f"Advect {what} by one semi-Lagrangian step, sampling bilinearly at the departure point")
 
 
 def _upwind(p: Pattern, vel: str, dt: str):
@@ -324,11 +373,10 @@ def _upwind(p: Pattern, vel: str, dt: str):
     if named:
         p.add(f"ni = {q}.shape[0]", f"nj = {q}.shape[1]")
     last = ("ni - 1", "nj - 1") if named else (f"{q}.shape[0] - 1", f"{q}.shape[1] - 1")
-    clamp = p.coin()
     p.add(f"v = {vel}[i, j]", f"c = {q}[i, j]")
+    p.why("differences on the upwind side; at the border they read the cell itself (no inflow)")
     for axis, (d, idx, at) in enumerate((("dqdx", "i", "{}, j"), ("dqdy", "j", "i, {}"))):
-        lo = f"wp.clamp({idx} - 1, 0, {last[axis]})" if clamp else f"wp.max({idx} - 1, 0)"
-        hi = f"wp.clamp({idx} + 1, 0, {last[axis]})" if clamp else f"wp.min({idx} + 1, {last[axis]})"
+        lo, hi = f"wp.max({idx} - 1, 0)", f"wp.min({idx} + 1, {last[axis]})"
         back, fwd = f"c - {q}[{at.format(lo)}]", f"{q}[{at.format(hi)}] - c"
         if p.coin(0.4):
             p.add(f"{d} = wp.where(v[{axis}] > 0.0, {back}, {fwd})")
@@ -340,15 +388,19 @@ def _upwind(p: Pattern, vel: str, dt: str):
         decay = p.scalar(rng.choice(("dissipation", "decay")), lo=0.0, hi=0.5)
         p.add(f"c_new = {value}", f"c_new = c_new * (1.0 - {decay} * {dt})")
         value = "c_new"
+        p.note("lets the field decay")
     if p.chance(0.3):
         src = p.array(rng.choice(("source", "emitter")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"
+        p.note("adds a source term")
     out = p.array(f"{q}_out" if p.coin() else f"{q}_next", T.FLOAT32, "out", ndim=2)
     p.add(f"{out}[i, j] = {value}")
     if p.chance(0.25):  # the local rate of change, for an adaptive step
         rate_out = p.array(rng.choice(("dqdt", "rate")), T.FLOAT32, "out", ndim=2)
         p.add(f"{rate_out}[i, j] = -{inv_dx} * ({rate})")
-    return p.finish(rng.choice(("advect_upwind", "upwind_step")), p.kb.dims)
+        p.note("writes the rate of change dq/dt")
+    return p.finish(rng.choice(("advect_upwind", "upwind_step")), p.kb.dims,
+                    purpose=f"Advect the {q} field through a velocity field by one first-order upwind step")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,21 +429,47 @@ def sphere_hit(p: Pattern) -> str:
 def box_hit(p: Pattern) -> str:
     """A ``@wp.func`` slab test against an axis-aligned box, by loop over axes or per component."""
     name = p.name(p.rng.choice(("intersect_box", "ray_aabb", "slab_test")))
-    if p.coin():
-        body = ["t0 = float(0.0)", "t1 = float(1.0e6)", "for axis in range(3):",
-                f"{INDENT}inv = 1.0 / wp.where(wp.abs(rd[axis]) > 1.0e-6, rd[axis], 1.0e-6)",
-                f"{INDENT}ta = (lower[axis] - ro[axis]) * inv", f"{INDENT}tb = (upper[axis] - ro[axis]) * inv",
+    if p.coin():  # t1 starts at the far limit the caller passes
+        body = ["t0 = float(0.0)", "t1 = t_max", "for axis in range(3):",
+                f"{INDENT}# a direction parallel to the slab gets a tiny component of its own sign",
+                f"{INDENT}d = wp.where(wp.abs(rd[axis]) > 1.0e-6, rd[axis], wp.where(rd[axis] < 0.0, -1.0e-6, 1.0e-6))",
+                f"{INDENT}ta = (lower[axis] - ro[axis]) / d", f"{INDENT}tb = (upper[axis] - ro[axis]) / d",
                 f"{INDENT}t0 = wp.max(t0, wp.min(ta, tb))", f"{INDENT}t1 = wp.min(t1, wp.max(ta, tb))"]
     else:  # all three slabs at once with component-wise vector operations
-        body = ["inv = wp.cw_div(wp.vec3(1.0), rd + wp.vec3(1.0e-9))",
+        body = ["# rd is unit length: a zero component divides to inf, which the min / max handle",
+                "inv = wp.cw_div(wp.vec3(1.0), rd)",
                 "ta = wp.cw_mul(lower - ro, inv)", "tb = wp.cw_mul(upper - ro, inv)",
                 "tmin = wp.min(ta, tb)", "tmax = wp.max(ta, tb)",
                 "t0 = wp.max(wp.max(tmin[0], tmin[1]), wp.max(tmin[2], 0.0))",
-                "t1 = wp.min(wp.min(tmax[0], tmax[1]), tmax[2])"]
+                "t1 = wp.min(wp.min(wp.min(tmax[0], tmax[1]), tmax[2]), t_max)"]
     body += ["if t0 > t1:", f"{INDENT}return -1.0", "return t0"]
     lines = "\n".join(INDENT + b for b in body)
-    p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, lower: wp.vec3, upper: wp.vec3):\n{lines}\n")
+    p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, lower: wp.vec3, upper: wp.vec3, t_max: float):\n{lines}\n")
     return name
+
+
+def box_normal(p: Pattern) -> str:
+    """A ``@wp.func`` giving the outward normal of the box face a surface point lies on."""
+    name = p.name(p.rng.choice(("box_normal", "aabb_normal")))
+    p.func(f"""
+@wp.func
+def {name}(x: wp.vec3, lower: wp.vec3, upper: wp.vec3):
+    # the point relative to the centre, in units of the half extents: the face is the largest component
+    q = wp.cw_div(x - 0.5 * (lower + upper), 0.5 * (upper - lower))
+    a = wp.vec3(wp.abs(q[0]), wp.abs(q[1]), wp.abs(q[2]))
+    if a[0] >= a[1] and a[0] >= a[2]:
+        return wp.vec3(wp.sign(q[0]), 0.0, 0.0)
+    if a[1] >= a[2]:
+        return wp.vec3(0.0, wp.sign(q[1]), 0.0)
+    return wp.vec3(0.0, 0.0, wp.sign(q[2]))
+""")
+    return name
+
+
+def unit_literal(p: Pattern, x: float, y: float, z: float) -> str:
+    """A unit vector written out as a constant (normalised here, not by every thread)."""
+    n = math.sqrt(x * x + y * y + z * z)
+    return f"wp.vec3({fmt(x / n)}, {fmt(y / n)}, {fmt(z / n)})"
 
 
 def camera_ray(p: Pattern, image: str) -> None:
@@ -400,7 +478,10 @@ def camera_ray(p: Pattern, image: str) -> None:
     w, h = f"{image}.shape[1]", f"{image}.shape[0]"
     if p.coin(0.3):
         w, h = p.count("width", p.kb.dims[1]), p.count("height", p.kb.dims[0])
-    fov = p.scalar(rng.choice(("fov", "tan_half_fov")), lo=0.3, hi=1.2)
+    if p.coin():
+        fov = p.scalar("tan_half_fov", lo=0.3, hi=1.2)
+    else:  # the vertical field of view in radians
+        fov = p.let("scale", f"wp.tan(0.5 * {p.scalar('fov', lo=0.5, hi=1.8)})", inline=0.0)
     if p.coin():
         p.add(f"sx = (float(j) + 0.5) / float({w}) * 2.0 - 1.0", f"sy = (float(i) + 0.5) / float({h}) * 2.0 - 1.0")
     else:
@@ -425,7 +506,7 @@ def shade(p: Pattern, normal: str) -> str:
     if kind == "headlight":
         p.add(f"shade = wp.max(-wp.dot({normal}, rd), 0.0)")
     elif kind == "directional":
-        p.add(f"light = wp.normalize(wp.vec3({fmt(rng.uniform(-1, 1))}, 1.0, {fmt(rng.uniform(-1, 1))}))",
+        p.add(f"light = {unit_literal(p, rng.uniform(-1, 1), 1.0, rng.uniform(-1, 1))}",
               f"shade = wp.max(wp.dot({normal}, light), 0.0)")
     else:
         lights = p.array(rng.choice(("light_dirs", "lights")), T.VEC3F, lo=-1.0, hi=1.0, shape=(rng.randint(1, 4),))
@@ -456,43 +537,50 @@ def ray_cast(rng, name, suffix, complexity):
         image = p.array(rng.choice(("pixels", "image", "color")), T.VEC3F, "out", ndim=2)
     normal = None if is_depth else "n"  # a depth image needs no normals
     camera_ray(p, image)
-    far = p.pick("1.0e6", "1.0e6", "max_t")
-    if far == "max_t":
+    if p.coin(0.35):
         far = p.scalar("max_t", lo=50.0, hi=100.0)
-    p.add(f"t_min = {far}" if far != "1.0e6" else "t_min = float(1.0e6)")
+    else:  # a distance no hit reaches: pixels still at it saw nothing
+        far = "no_hit"
+        p.add("no_hit = float(1.0e6)")
+    p.add(f"t_min = {far}")
     if normal:
         p.add("n = wp.vec3(0.0)")
     if rng.random() < 0.75:
         hit = sphere_hit(p)
         n_spheres = rng.randint(1, 6)
         if p.coin(0.3):  # spheres packed as (center, radius) in a vec4
-            spheres = p.array(rng.choice(("spheres", "sphere_data")), T.VEC4F, lo=-1.0, hi=1.0, shape=(n_spheres,))
+            spheres = p.array(rng.choice(("spheres", "sphere_data")), T.VEC4F, lo=0.2, hi=0.8, shape=(n_spheres,))
             p.add(f"for s in range({spheres}.shape[0]):", f"{INDENT}sphere = {spheres}[s]",
                   f"{INDENT}center = wp.vec3(sphere[0], sphere[1], sphere[2])",
-                  f"{INDENT}radius = 0.2 + 0.5 * wp.abs(sphere[3])")
+                  f"{INDENT}radius = sphere[3]")
             center, radius = "center", "radius"
         else:
             centers = p.array(rng.choice(("centers", "sphere_pos")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_spheres,))
             radii = p.array(rng.choice(("radii", "sphere_radius")), T.FLOAT32, lo=0.2, hi=0.8, shape=(n_spheres,))
             p.add(f"for s in range({centers}.shape[0]):")
             center, radius = f"{centers}[s]", f"{radii}[s]"
+        scene = "spheres"
         p.add(f"{INDENT}t = {hit}(ro, rd, {center}, {radius})",
               f"{INDENT}if t > 0.0 and t < t_min:", f"{INDENT * 2}t_min = t",
               normal and f"{INDENT * 2}n = " + p.pick(f"wp.normalize(ro + rd * t - {center})",
                                                        f"(ro + rd * t - {center}) / {radius}"))
     else:
+        scene = "an axis-aligned box"
         hit = box_hit(p)
         lower = p.array("box_lower", T.VEC3F, lo=-1.0, hi=-0.2, shape=(1,))
         upper = p.array("box_upper", T.VEC3F, lo=0.2, hi=1.0, shape=(1,))
-        p.add(f"t = {hit}(ro, rd, {lower}[0], {upper}[0])", "if t > 0.0:", f"{INDENT}t_min = t",
-              normal and f"{INDENT}n = wp.normalize(ro + rd * t - 0.5 * ({lower}[0] + {upper}[0]))")
+        p.add(f"t = {hit}(ro, rd, {lower}[0], {upper}[0], t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
+        if normal:  # the normal of the face hit, not the direction from the centre
+            p.add(f"{INDENT}n = {box_normal(p)}(ro + rd * t, {lower}[0], {upper}[0])")
     if p.chance(0.5):  # a ground plane below the objects
         ground = p.scalar(rng.choice(("ground_height", "floor_y")), lo=-2.0, hi=-1.0)
-        p.add("if rd[1] < -1.0e-4:", f"{INDENT}tp = ({ground} - ro[1]) / rd[1]",
+        scene += " over a ground plane"
+        p.add("if rd[1] < 0.0:", f"{INDENT}tp = ({ground} - ro[1]) / rd[1]",
               f"{INDENT}if tp > 0.0 and tp < t_min:", f"{INDENT * 2}t_min = tp",
               normal and f"{INDENT * 2}n = wp.vec3(0.0, 1.0, 0.0)")
     hit_any = f"t_min < {far}"
     if is_depth:
+        p.note("writes 0 where the ray hits nothing")
         if p.coin():
             p.add(f"{image}[i, j] = wp.where({hit_any}, t_min, 0.0)")
         else:
@@ -503,11 +591,16 @@ def ray_cast(rng, name, suffix, complexity):
             sky = f"wp.vec3({fmt(rng.uniform(0.3, 0.6))}, {fmt(rng.uniform(0.5, 0.8))}, 1.0)"
             if p.coin():
                 value = f"wp.where({hit_any}, {value}, {sky})"
-            else:  # a vertical gradient for the sky
-                value = f"wp.where({hit_any}, {value}, wp.lerp({sky}, wp.vec3(1.0), 0.5 * (rd[1] + 1.0)))"
+            else:  # a vertical gradient for the sky: white at the horizon, blue overhead
+                value = f"wp.where({hit_any}, {value}, wp.lerp(wp.vec3(1.0), {sky}, wp.max(rd[1], 0.0)))"
+            p.note("fills missed pixels with the sky")
         p.add(f"{image}[i, j] = {value}")
         if p.chance(0.25):
             depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2)
             p.add(f"{depth}[i, j] = t_min")
+            p.note("writes the hit distance too")
+    what = "the depth image" if is_depth else "a diffuse-shaded image"
     # renders are discontinuous at silhouettes: no gradient check
-    return p.finish(rng.choice(("render", "raycast", "trace_rays", "draw")), p.kb.dims, ["i", "j"], differentiable=False)
+    return p.finish(rng.choice(("render", "raycast", "trace_rays", "draw")), p.kb.dims, ["i", "j"],
+                    purpose=f"Ray cast {what} of {scene} through a pinhole camera, one thread per pixel",
+                    differentiable=False)

@@ -12,7 +12,7 @@ What it leaves out: particles and grids (``patterns``, ``patterns_grid``).
 from __future__ import annotations
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories import register
+from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, VEC4I, Flavour, Pattern, flavour
 
 VEC4F = T.VEC4F
@@ -71,6 +71,8 @@ def _covariance(p: Pattern):
     reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
     p.add(p.pick(f"A += {identity(fl)} * {reg}", f"A = A + wp.diag({fl.v}({reg}, {reg}, {reg}))"))
     use = rng.choice(("solve", "solve", "polar", "eig", "det"))
+    weighted = "weighted " if "wp.outer(d, d) *" in term else ""
+    gathered = f"the {weighted}covariance of each point's neighbours, regularised"
     # Warp's adjoint of a matrix carried through a dynamic loop disagrees with finite differences
     diff = use in ("solve", "det") and count == str(k)
     if use == "solve":
@@ -82,29 +84,43 @@ def _covariance(p: Pattern):
         if p.lines[-1].endswith("= x") and p.chance(0.5):  # the residual of the solve, as a check
             res = p.array(rng.choice(("residual", "solve_error")), fl.scalar, "out")
             p.add(f"{res}[tid] = {p.length(f'A * x - {b}[tid]')}")
+            p.note("writes the residual of the solve")
+        purpose = f"Assemble {gathered}, and solve a 3x3 system with it per point"
     elif use == "polar":  # nearest rotation: A = U S V^T -> R = U V^T
         out = p.array(rng.choice(("rotations", "R_out")), fl.mat, "out")
         p.add(f"U = {fl.m}()", f"S = {fl.v}()", f"V = {fl.m}()", "wp.svd3(A, U, S, V)")
-        if p.coin(0.4):  # keep a proper rotation: flip the last column when det < 0
-            p.add("R = U * wp.transpose(V)", "if wp.determinant(R) < 0.0:",
-                  f"{INDENT}U = U * wp.diag({fl.v}({fl.lit(1.0)}, {fl.lit(1.0)}, {fl.lit(-1.0)}))",
-                  f"{INDENT}R = U * wp.transpose(V)", f"{out}[tid] = R")
+        zero, one = fl.lit(0.0), fl.lit(1.0)
+        if p.coin(0.4):  # keep a proper rotation: flip U's last column when det < 0
+            flip = f"{fl.m}({one}, {zero}, {zero}, {zero}, {one}, {zero}, {zero}, {zero}, {fl.lit(-1.0)})"
+            p.add("R = U * wp.transpose(V)", f"if wp.determinant(R) < {zero}:",
+                  f"{INDENT}R = U * {flip} * wp.transpose(V)", f"{out}[tid] = R")
+            p.note("flips a reflection to a proper rotation")
         else:
             p.add(f"{out}[tid] = U * wp.transpose(V)")
         if p.chance(0.3):
             sv = p.array(rng.choice(("singular_values", "stretches")), fl.vec, "out")
             p.add(f"{sv}[tid] = S")
+            p.note("writes the singular values")
+        purpose = f"Assemble {gathered}, and take the nearest rotation by SVD polar decomposition"
     elif use == "eig":
         out = p.array(rng.choice(("eigenvalues", "principal_values")), fl.vec, "out")
-        p.add(f"Q = {fl.m}()", f"d = {fl.v}()", "wp.eig3(A, Q, d)", f"{out}[tid] = d")
+        p.add(f"Q = {fl.m}()", f"evals = {fl.v}()", "wp.eig3(A, Q, evals)", f"{out}[tid] = evals")
+        purpose = f"Assemble {gathered}, and write its eigenvalues"
         if p.chance(0.35):  # the eigenvector of the smallest eigenvalue: a surface normal estimate
-            normals = p.array(rng.choice(("normals", "principal_axis")), fl.vec, "out")
-            p.add(f"{normals}[tid] = {fl.v}(Q[0, 0], Q[1, 0], Q[2, 0])")
+            normals = p.array(rng.choice(("normals", "surface_normal")), fl.vec, "out")
+            p.why("eig3 does not sort its eigenvalues: find the smallest")
+            p.add("k = int(0)", "if evals[1] < evals[k]:", f"{INDENT}k = 1",
+                  "if evals[2] < evals[k]:", f"{INDENT}k = 2",
+                  f"{normals}[tid] = {fl.v}(Q[0, k], Q[1, k], Q[2, k])")
+            purpose += ", and the eigenvector of the smallest one as a surface normal"
     else:
-        out = p.array(rng.choice(("determinants", "volume_ratio")), fl.scalar, "out")
-        p.add(f"{out}[tid] = " + p.pick("wp.determinant(A)", "wp.determinant(A) / wp.trace(A)"))
+        out = p.array(rng.choice(("determinants", "spread")), fl.scalar, "out")
+        p.add(f"{out}[tid] = wp.determinant(A)")
+        purpose = f"Assemble {gathered}, and write its determinant (how widely the neighbours spread)"
+    if padded:
+        p.note("skips neighbour slots holding -1")
     return p.finish(rng.choice(("assemble_covariance", "shape_matching", "compute_covariance")), p.kb.dims,
-                    differentiable=diff)
+                    purpose=purpose, differentiable=diff)
 
 
 def _jacobi(p: Pattern):
@@ -129,22 +145,26 @@ def _jacobi(p: Pattern):
     style = p.pick("jacobi", "seidel", "residual")
     if style == "jacobi" and p.chance(0.4):  # weighted Jacobi: relax towards the sweep's result
         omega = p.scalar(rng.choice(("omega", "relaxation")), lo=0.5, hi=1.0)
-        p.add(f"for it in range({iters}):", f"{INDENT}x_new = {fl.v}({', '.join(rows)})",
+        p.add(f"for _ in range({iters}):", f"{INDENT}x_new = {fl.v}({', '.join(rows)})",
               f"{INDENT}x = x + {omega} * (x_new - x)")
+        p.note(f"relaxes each sweep by {omega}")
     elif style == "jacobi":
-        p.add(f"for it in range({iters}):", f"{INDENT}x = {fl.v}({', '.join(rows)})")
+        p.add(f"for _ in range({iters}):", f"{INDENT}x = {fl.v}({', '.join(rows)})")
     elif style == "seidel":  # Gauss-Seidel: each row uses the rows already updated
-        p.add(f"for it in range({iters}):")
+        p.add(f"for _ in range({iters}):")
         p.add(*SEIDEL_ROWS, f"x = {fl.v}(x0, x1, x2)", indent=1)
     else:  # x += D^-1 (b - M x), with the diagonal as preconditioner
-        p.add(f"d = {fl.v}(M[0, 0], M[1, 1], M[2, 2])", f"for it in range({iters}):",
+        p.add(f"d = {fl.v}(M[0, 0], M[1, 1], M[2, 2])", f"for _ in range({iters}):",
               f"{INDENT}res = r - M * x", f"{INDENT}x = x + wp.cw_div(res, d)")
     out = p.array(rng.choice(("x_out", "solution")), fl.vec, "out")
     if p.chance(0.4):
         res = p.array(rng.choice(("residual", "residual_norm")), fl.scalar, "out")
         p.add(f"{res}[tid] = {p.length('r - M * x')}")
+        p.note("writes the residual norm")
     p.add(f"{out}[tid] = x")
+    method = {"jacobi": "Jacobi", "seidel": "Gauss-Seidel", "residual": "diagonally preconditioned Richardson"}[style]
     return p.finish(rng.choice(("jacobi_solve", "block_jacobi", "solve_blocks")), p.kb.dims,
+                    purpose=f"Solve a diagonally shifted 3x3 system per thread with a fixed number of {method} sweeps",
                     differentiable=iters.isdigit())  # no gradient check through a dynamic loop
 
 
@@ -161,10 +181,12 @@ def _damped_least_squares(p: Pattern):
     lam = p.scalar(rng.choice(("damping", "lambda_reg")), lo=0.1, hi=1.0)
     p.guard("tid", jac, ("num_effectors", p.kb.dims[0]))
     p.add(f"J = {jac}[tid]")
-    if p.coin(0.25):  # the Jacobian-transpose method: no solve, a gradient step
+    transpose = p.coin(0.25)
+    if transpose:  # the Jacobian-transpose method: no solve, a gradient step
         p.add(f"e = {err}[tid]", "dq = wp.transpose(J) * e")
         if p.coin():  # the step length that minimises |e - J dq| along dq
             p.add("Jdq = J * dq", f"dq = dq * (wp.dot(e, Jdq) / wp.max(wp.dot(Jdq, Jdq), {fl.lit(1.0e-8)}))")
+            p.note("scales the step to minimise the remaining error")
     elif p.coin():
         p.add("Jt = wp.transpose(J)", f"JJt = J * Jt + {identity(fl)} * ({lam} * {lam})",
               f"dq = Jt * (wp.inverse(JJt) * {err}[tid])")
@@ -177,6 +199,7 @@ def _damped_least_squares(p: Pattern):
     if p.chance(0.3):  # limit the step length
         max_step = p.scalar(rng.choice(("max_step", "step_limit")), lo=0.1, hi=1.0)
         p.add(f"n = {p.length('dq')}", f"if n > {max_step}:", f"{INDENT}dq = dq * ({max_step} / n)")
+        p.note(f"limits the step length to {max_step}")
     if p.coin(0.6):
         q = p.array(rng.choice(("joint_q", "q")), fl.vec, "inout")
         p.add(f"{q}[tid] = {q}[tid] + dq")
@@ -184,7 +207,9 @@ def _damped_least_squares(p: Pattern):
         q = p.array(rng.choice(("joint_q", "q")), fl.vec)
         q_out = p.array(rng.choice(("joint_q_out", "q_next")), fl.vec, "out")
         p.add(f"{q_out}[tid] = {q}[tid] + dq")
-    return p.finish(rng.choice(("ik_step", "damped_least_squares", "solve_ik")), p.kb.dims)
+    method = "the Jacobian transpose" if transpose else "damped least squares, J^T (J J^T + lambda^2 I)^-1 e"
+    return p.finish(rng.choice(("ik_step", "damped_least_squares", "solve_ik")), p.kb.dims,
+                    purpose=f"Take one inverse-kinematics step per effector by {method}")
 
 
 def _ell_matvec(p: Pattern):
@@ -198,6 +223,7 @@ def _ell_matvec(p: Pattern):
     p.guard("tid", x, ("num_rows", n))
     p.add(f"s = {fl.lit(0.0) if fl.f64 else 'float(0.0)'}", f"for m in range({p.pick(str(k), f'{cols}.shape[1]')}):")
     if padded:
+        p.note("skips slots whose column is -1")
         if p.coin():
             p.add(f"c = {cols}[tid, m]", "if c < 0:", f"{INDENT}continue", f"s += {vals}[tid, m] * {x}[c]", indent=1)
         else:
@@ -209,16 +235,21 @@ def _ell_matvec(p: Pattern):
     if kind == "residual":  # residual r = b - A x, as an iterative solver needs
         b = p.array("b", fl.scalar)
         p.add(f"r = {b}[tid] - s", f"{y}[tid] = r")
+        purpose = "Compute the residual b - A x of a sparse matrix stored in ELL format, one row per thread"
         if p.chance(0.4):
             norm = p.array(rng.choice(("residual_sq", "r_dot_r")), fl.scalar, "out", shape=(1,))
             p.add(f"wp.atomic_add({norm}, 0, r * r)")
-    elif kind == "jacobi":  # one Jacobi step with the off-diagonal sum: x' = (b - s) / diag
+            p.note("sums its squared norm")
+    elif kind == "jacobi":  # one Jacobi step: the ELL part holds the off-diagonal entries, the diagonal apart
         b = p.array("b", fl.scalar)
         diag = p.array(rng.choice(("diag", "diagonal")), fl.scalar, lo=2.0, hi=4.0)
         p.add(f"{y}[tid] = ({b}[tid] - s) / {diag}[tid]")
+        purpose = ("Take one Jacobi step x' = (b - R x) / D, with the off-diagonal part R stored in ELL format "
+                   "and the diagonal D apart")
     else:
         p.add(f"{y}[tid] = s")
-    return p.finish(rng.choice(("spmv_ell", "ell_matvec", "apply_matrix")), p.kb.dims)
+        purpose = "Multiply a sparse matrix stored in ELL format by a vector, one row per thread"
+    return p.finish(rng.choice(("spmv_ell", "ell_matvec", "apply_matrix")), p.kb.dims, purpose=purpose)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,7 +294,8 @@ def _integrate_bodies(p: Pattern):
             p.add(f"v = v + ({f}[tid] * {inv_m}[tid] + {g_vec}) * {dt}")
         else:
             p.add(f"a = {f}[tid] * {inv_m}[tid]", f"a = a + {g_vec}", f"v += a * {dt}")
-    if p.chance(0.6):  # torque through the world-space inverse inertia R I^-1 R^T
+    torqued = p.chance(0.6)
+    if torqued:  # torque through the world-space inverse inertia R I^-1 R^T
         tau = p.array(rng.choice(("torques", "body_tau")), T.VEC3F)
         inv_i = p.array(rng.choice(("inv_inertia", "body_inv_inertia")), T.MAT33F, lo=0.0, hi=1.0)
         if p.coin():
@@ -274,15 +306,21 @@ def _integrate_bodies(p: Pattern):
     if p.chance(0.4):
         damp = p.scalar(rng.choice(("angular_damping", "damping")), lo=0.0, hi=0.5)
         p.add(p.pick(f"w = w * (1.0 - {damp} * {dt})", f"w = w * wp.exp(-{damp} * {dt})"))
+        p.note("damps the angular velocity")
     if p.chance(0.25):
         lin_damp = p.scalar(rng.choice(("linear_damping", "drag")), lo=0.0, hi=0.5)
         p.add(f"v = v * (1.0 - {lin_damp} * {dt})")
+        p.note("damps the linear velocity")
     p.add(f"x = x + v * {dt}")
     if p.coin(0.35):  # exact rotation by the angle |w| dt about w
-        p.add(f"angle = {p.length('w')} * {dt}", "if angle > 1.0e-8:",
-              f"{INDENT}r = wp.normalize(wp.quat_from_axis_angle(wp.normalize(w), angle) * r)")
+        p.add(f"w_len = {p.length('w')}")
+        p.why("a body that does not spin has no rotation axis")
+        p.add("if w_len > 0.0:",
+              f"{INDENT}r = wp.normalize(wp.quat_from_axis_angle(w / w_len, w_len * {dt}) * r)")
+        rotation = "rotating the orientation exactly by |w| dt about w"
     else:
         p.add(f"r = wp.normalize(r + wp.quat(w, 0.0) * r * (0.5 * {dt}))")
+        rotation = "integrating the orientation with dq/dt = 1/2 (w, 0) q"
     if spatial:
         p.add(f"{q}[tid] = wp.transform(x, r)", f"{qd}[tid] = wp.spatial_vector(w, v)")
     else:
@@ -291,7 +329,10 @@ def _integrate_bodies(p: Pattern):
     if p.chance(0.25):
         ke = p.array(rng.choice(("kinetic_energy", "body_energy")), T.FLOAT32, "out", shape=(1,))
         p.add(f"wp.atomic_add({ke}, 0, 0.5 * wp.dot(v, v))")
-    return p.finish(rng.choice(("integrate_bodies", "integrate_rigid", "step_bodies")), p.kb.dims)
+        p.note("sums the translational kinetic energy per unit mass")
+    loads = "forces and torques" if torqued else "forces"
+    return p.finish(rng.choice(("integrate_bodies", "integrate_rigid", "step_bodies")), p.kb.dims,
+                    purpose=f"Advance rigid bodies one semi-implicit Euler step under {loads}, {rotation}")
 
 
 def _body_points(p: Pattern):
@@ -306,6 +347,7 @@ def _body_points(p: Pattern):
     p.guard("tid", local, ("num_points", p.kb.dims[0]))
     p.add(f"b = {body}[tid]")
     if static:
+        p.note("leaves points with body index -1 attached to the world")
         p.add("X = wp.transform_identity()", "if b >= 0:", f"{INDENT}X = {q}[b]")
     else:
         p.add(f"X = {q}[b]")
@@ -317,6 +359,7 @@ def _body_points(p: Pattern):
         normals = p.array(rng.choice(("local_normals", "shape_normals")), T.VEC3F)
         n_out = p.array(rng.choice(("world_normals", "normals_out")), T.VEC3F, "out")
         p.add(f"{n_out}[tid] = wp.normalize(wp.transform_vector(X, {normals}[tid]))")
+        p.note("rotates the points' normals")
     out = p.array(rng.choice(("world_points", "points_out")), T.VEC3F, "out")
     p.add(f"{out}[tid] = p")
     if p.chance(0.5):
@@ -329,14 +372,17 @@ def _body_points(p: Pattern):
             p.add(f"w = wp.spatial_top({qd}[b])", f"v = wp.spatial_bottom({qd}[b])")
         lever = p.let("r", "p - wp.transform_get_translation(X)")
         p.add(f"{vel}[tid] = v + wp.cross(w, {lever})")
+        p.note("computes the points' velocities v + w x r")
     if p.chance(0.35):  # a ground contact test on the moved point
         depth = p.array(rng.choice(("penetration", "contact_depth")), T.FLOAT32, "out")
         if p.coin():
             p.add(f"{depth}[tid] = wp.max(-p[1], 0.0)")
         else:
             ground = p.scalar(rng.choice(("ground_height", "ground_y")), lo=-0.5, hi=0.5)
-            p.add(f"d = {ground} - p[1]", "if d > 0.0:", f"{INDENT}{depth}[tid] = d")
-    return p.finish(rng.choice(("transform_points", "update_shape_points", "body_points")), p.kb.dims)
+            p.add(f"{depth}[tid] = wp.max({ground} - p[1], 0.0)")
+        p.note("writes how deep each point is below the ground")
+    return p.finish(rng.choice(("transform_points", "update_shape_points", "body_points")), p.kb.dims,
+                    purpose="Move points attached to rigid bodies from body to world space by their body's transform")
 
 
 def _skinning(p: Pattern):
@@ -370,6 +416,7 @@ def _skinning(p: Pattern):
     if p.chance(0.4):  # weights need not sum to one: normalise
         total = p.pick("ws[0] + ws[1] + ws[2] + ws[3]", "wp.dot(ws, wp.vec4(1.0))")
         p.add(f"total = {total}", "p = p / wp.max(total, 1.0e-6)")
+        p.note("divides by the sum of the weights")
     out = p.array(rng.choice(("skinned_positions", "deformed", "vertices_out")), T.VEC3F, "out")
     p.add(f"{out}[tid] = p")
     if normal:
@@ -378,7 +425,10 @@ def _skinning(p: Pattern):
     if p.chance(0.25):
         disp = p.array(rng.choice(("displacement", "offsets")), T.FLOAT32, "out")
         p.add(f"{disp}[tid] = {p.length('p - x')}")
-    return p.finish(rng.choice(("skin_mesh", "linear_blend_skinning", "apply_skinning")), p.kb.dims)
+        p.note("writes how far each vertex moved")
+    with_normals = " and their normals" if normal else ""
+    return p.finish(rng.choice(("skin_mesh", "linear_blend_skinning", "apply_skinning")), p.kb.dims,
+                    purpose=f"Deform mesh vertices{with_normals} by linear blend skinning over four weighted bones")
 
 
 def _relative_transform(p: Pattern):
@@ -399,6 +449,7 @@ def _relative_transform(p: Pattern):
         xp = p.array(rng.choice(("joint_X_p", "parent_frame")), T.TRANSFORMF)
         xc = p.array(rng.choice(("joint_X_c", "child_frame")), T.TRANSFORMF)
         p.add(f"X_wp = wp.transform_multiply(X_wp, {xp}[tid])", f"X_wc = wp.transform_multiply(X_wc, {xc}[tid])")
+        p.note("includes the joint frames on both bodies")
     p.add("X_pc = wp.transform_multiply(wp.transform_inverse(X_wp), X_wc)")
     err = p.array(rng.choice(("joint_error", "pos_error")), T.VEC3F, "out")
     if p.chance(0.3):  # the error against a target offset, and its size
@@ -423,7 +474,12 @@ def _relative_transform(p: Pattern):
     elif kind == "quat":  # small-angle rotation error from the vector part of the relative quaternion
         rot = p.array(rng.choice(("rot_error", "angular_error")), T.VEC3F, "out")
         p.add("dq = wp.transform_get_rotation(X_pc)", f"{rot}[tid] = 2.0 * wp.vec3(dq[0], dq[1], dq[2]) * wp.sign(dq[3])")
+    measure = {None: "", "axis_angle": " and its rotation angle", "quat": " and a small-angle rotation error",
+               "acos": " and its rotation angle", "prismatic": " and the slide along the joint axis"}[kind]
+    if rooted:
+        p.note("treats parent -1 as the world")
     return p.finish(rng.choice(("joint_errors", "relative_transforms", "eval_joints")), p.kb.dims,
+                    purpose=f"Compute each joint's child frame relative to its parent: the translation{measure}",
                     differentiable=False)
 
 
@@ -502,6 +558,8 @@ def fem_elements(rng, name, suffix, complexity):
         lam = p.scalar(rng.choice(("k_lambda", "lam")), lo=0.5, hi=5.0)
     eye = identity(fl, dim)
     model = rng.choice(("linear", "stvk", "neo_hookean"))
+    if mat == "arrays":
+        p.note("reads the Lame parameters per element")
     if model == "linear":
         p.add(f"eps = {fl.lit(0.5)} * (F + wp.transpose(F)) - {eye}",
               p.pick(f"P = {fl.lit(2.0)} * {mu} * eps + {lam} * wp.trace(eps) * {eye}",
@@ -521,6 +579,7 @@ def fem_elements(rng, name, suffix, complexity):
         kd = p.scalar(rng.choice(("k_damp", "damping")), lo=0.0, hi=0.1)
         vcols = ", ".join(f"{vel}[{names[c]}] - {vel}[{names[0]}]" for c in range(1, corners))
         p.add(f"dFdt = wp.matrix_from_cols({vcols}) * {dm}", f"P = P + dFdt * {kd}")
+        p.note("adds damping on the rate of deformation")
     vol = p.array(rng.choice(("rest_volume", "element_volume", "areas" if dim == 2 else "volumes")),
                   fl.scalar, lo=0.01, hi=0.1)
     p.add(f"H = -{vol}[tid] * P * wp.transpose({dm})")
@@ -538,11 +597,18 @@ def fem_elements(rng, name, suffix, complexity):
         energy = p.array(rng.choice(("energy", "element_energy")), fl.scalar, "out")
         strain = "eps" if model == "linear" else "E"
         p.add(f"{energy}[tid] = {vol}[tid] * ({mu} * wp.ddot({strain}, {strain}) + {fl.lit(0.5)} * {lam} * wp.trace({strain}) * wp.trace({strain}))")
+        p.note("writes each element's strain energy")
     elif p.chance(0.25):  # inverted elements, for diagnostics
         inverted = p.array(rng.choice(("inverted", "flipped")), T.INT32, "out")
         p.add(f"{inverted}[tid] = wp.where(wp.determinant(F) < 0.0, 1, 0)")
+        p.note("flags inverted elements")
     base = ("eval_triangles", "triangle_forces", "fem_tri") if dim == 2 else ("eval_tetrahedra", "tet_forces", "fem_tet")
-    return p.finish(rng.choice(base), p.kb.dims)
+    law = {"linear": "linear (small-strain)", "stvk": "St. Venant-Kirchhoff",
+           "neo_hookean": "stable Neo-Hookean"}[model]
+    element = "2-D triangle" if dim == 2 else "tetrahedron"
+    return p.finish(rng.choice(base), p.kb.dims,
+                    purpose=f"Accumulate the elastic forces of each {element} element from its deformation gradient "
+                            f"with a {law} material")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,13 +627,16 @@ def cloth(rng, name, suffix, complexity):
     if kind == "bending":
         return _bending(p, x, n_vertices)
     names = element_indices(p, 3, n_vertices)
-    if p.coin():
+    if kind == "normals" or p.coin():
         p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)), "n = wp.cross(x1 - x0, x2 - x0)")
     else:  # edges first, as the derivation writes them
         p.add(f"x0 = {x}[{names[0]}]", f"e1 = {x}[{names[1]}] - x0", f"e2 = {x}[{names[2]}] - x0",
-              "n = wp.cross(e1, e2)", "x1 = x0 + e1", "x2 = x0 + e2")
+              "n = wp.cross(e1, e2)")
+        if kind == "area":
+            p.add("x1 = x0 + e1", "x2 = x0 + e2")
     if kind == "normals":
         return _vertex_normals(p, names, n_vertices)
+    p.why("a degenerate triangle has no normal and feels no force")
     p.add(f"area = 0.5 * {p.length('n')}", "if area < 1.0e-8:", f"{INDENT}return",
           p.pick("n = n / (2.0 * area)", "n = wp.normalize(n)", "n = n * (0.5 / area)"))
     forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")), shape=(n_vertices,))
@@ -575,19 +644,29 @@ def cloth(rng, name, suffix, complexity):
         return _aero(p, names, forces, n_vertices)
     rest = p.array(rng.choice(("rest_area", "tri_area")), T.FLOAT32, lo=0.05, hi=0.5)
     k = p.scalar(rng.choice(("k_area", "area_stiffness")), lo=1.0, hi=50.0)
-    c = p.pick("area - {r}", "(area - {r}) / {r}").format(r=f"{rest}[tid]")  # absolute or relative change
-    p.add(f"c = {c}")
+    relative = p.coin()  # the absolute change of area, or the change relative to the rest area
+    if relative:
+        p.add(f"a0 = {rest}[tid]", "c = (area - a0) / a0")
+        gain = f"{k} * c / a0"  # dE/dA of E = k c^2 / 2 with c = (A - A0) / A0
+    else:
+        p.add(f"c = area - {rest}[tid]")
+        gain = f"{k} * c"
+    # dA/dx of each corner: half the unit normal crossed with the opposite edge
     grads = [("g0", "x2 - x1"), ("g1", "x0 - x2"), ("g2", "x1 - x0")]
     if p.coin():
         p.add(*(f"{g} = wp.cross(n, {e}) * 0.5" for g, e in grads))
-        p.add(*(f"wp.atomic_add({forces}, {v}, g{c_} * (-{k} * c))" for c_, v in enumerate(names)))
+        p.add(f"s = -{gain}", *(f"wp.atomic_add({forces}, {v}, g{c_} * s)" for c_, v in enumerate(names)))
     else:
-        p.add(f"s = -{k} * c * 0.5", *(f"wp.atomic_add({forces}, {v}, wp.cross(n, {e}) * s)"
-                                       for v, (_, e) in zip(names, grads)))
+        p.add(f"s = -{gain} * 0.5", *(f"wp.atomic_add({forces}, {v}, wp.cross(n, {e}) * s)"
+                                      for v, (_, e) in zip(names, grads)))
     if p.chance(0.3):
         energy = p.array(rng.choice(("energy", "element_energy")), T.FLOAT32, "out")
         p.add(f"{energy}[tid] = 0.5 * {k} * c * c")
-    return p.finish(rng.choice(("area_forces", "preserve_area", "eval_area")), p.kb.dims)
+        p.note("writes each triangle's energy")
+    change = "relative change of area" if relative else "change of area"
+    return p.finish(rng.choice(("area_forces", "preserve_area", "eval_area")), p.kb.dims,
+                    purpose=f"Accumulate area-preserving forces on cloth triangles, the gradient of an energy "
+                            f"quadratic in the {change}")
 
 
 def _vertex_normals(p: Pattern, names: list[str], n_vertices: int):
@@ -597,6 +676,7 @@ def _vertex_normals(p: Pattern, names: list[str], n_vertices: int):
     if p.chance(0.3):
         faces = p.array(rng.choice(("face_normals", "tri_normals")), T.VEC3F, "out")
         p.add(f"{faces}[tid] = wp.normalize(n)")
+        p.note("writes the unit face normals too")
     weights = p.pick("area", "unit", "angle")
     if weights == "unit":
         p.add(p.pick("n = wp.normalize(n)", f"n = n / wp.max({p.length('n')}, 1.0e-8)"))
@@ -605,16 +685,21 @@ def _vertex_normals(p: Pattern, names: list[str], n_vertices: int):
               "bc = wp.normalize(x2 - x1)", "a0 = wp.acos(wp.clamp(wp.dot(ab, ac), -1.0, 1.0))",
               "a1 = wp.acos(wp.clamp(-wp.dot(ab, bc), -1.0, 1.0))", "a2 = wp.pi - a0 - a1",
               *(f"wp.atomic_add({normals}, {v}, n * a{c})" for c, v in enumerate(names)))
-        return p.finish(rng.choice(("accumulate_normals", "angle_weighted_normals")), p.kb.dims)
+        return p.finish(rng.choice(("accumulate_normals", "angle_weighted_normals")), p.kb.dims,
+                        purpose="Scatter each triangle's unit normal to its corners, weighted by the corner angles, "
+                                "for vertex normals")
     if p.coin(0.3):
         p.add("for c in range(3):", f"{INDENT}wp.atomic_add({normals}, " +
               f"wp.where(c == 0, {names[0]}, wp.where(c == 1, {names[1]}, {names[2]})), n)")
     else:
         p.add(*(f"wp.atomic_add({normals}, {v}, n)" for v in names))
-    if p.chance(0.3):
+    if p.chance(0.3):  # a third of the triangle's area to each corner: the lumped (mass) area
         areas = p.array(rng.choice(("vertex_area", "lumped_area")), T.FLOAT32, "out", shape=(n_vertices,))
         p.add(f"a = {p.length('wp.cross(x1 - x0, x2 - x0)')} / 6.0", *(f"wp.atomic_add({areas}, {v}, a)" for v in names))
-    return p.finish(rng.choice(("accumulate_normals", "compute_vertex_normals")), p.kb.dims)
+        p.note("gives each corner a third of the triangle's area")
+    weighting = "unit normal" if weights == "unit" else "area-weighted normal"
+    return p.finish(rng.choice(("accumulate_normals", "compute_vertex_normals")), p.kb.dims,
+                    purpose=f"Scatter each triangle's {weighting} to its corners for vertex normals")
 
 
 def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
@@ -625,13 +710,14 @@ def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
         p.add(*(f"v{c} = {v}[{n}]" for c, n in enumerate(names)), "vmid = (v0 + v1 + v2) / 3.0")
     else:
         p.add(f"vmid = ({' + '.join(f'{v}[{n}]' for n in names)}) * (1.0 / 3.0)")
-    if p.chance(0.5):
+    if p.chance(0.5):  # the air moves: what matters is the velocity relative to it
         if p.coin():
             wind = p.array(rng.choice(("wind", "wind_velocity")), T.VEC3F, shape=(1,))
             p.add(f"vmid = vmid - {wind}[0]")
         else:
             wind = p.scalar(rng.choice(("wind_speed", "wind_x")), lo=-2.0, hi=2.0)
             p.add(f"vmid = vmid - wp.vec3({wind}, 0.0, 0.0)")
+        p.note("takes the velocity relative to the wind")
     drag = p.scalar(rng.choice(("k_drag", "drag")), lo=0.0, hi=1.0)
     p.add("vn = wp.dot(n, vmid)")
     quad = p.pick("vn * wp.abs(vn)", "vn * wp.length(vmid)")
@@ -639,53 +725,66 @@ def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
     if p.chance(0.5):
         lift = p.scalar(rng.choice(("k_lift", "lift")), lo=0.0, hi=1.0)
         p.add(f"f = f - (vmid - n * vn) * ({lift} * area * vn)")
+        p.note("adds lift across the flow")
     p.add(p.pick("f = f / 3.0", "f = f * (1.0 / 3.0)"), *(f"wp.atomic_add({forces}, {n}, f)" for n in names))
-    return p.finish(rng.choice(("eval_aero", "triangle_drag", "cloth_aerodynamics")), p.kb.dims)
+    return p.finish(rng.choice(("eval_aero", "triangle_drag", "cloth_aerodynamics")), p.kb.dims,
+                    purpose="Apply quadratic air drag to each cloth triangle, against its normal velocity, "
+                            "shared equally by its three vertices")
 
 
 def _bending(p: Pattern, x: str, n_vertices: int):
-    """Dihedral bending across an edge shared by two triangles (Bridson et al. style forces)."""
+    """Dihedral bending across an edge shared by two triangles, with the exact angle gradients.
+
+    Wings x0, x1 and the shared edge x2 -> x3 (as in Warp's cloth): with the angle's sign taken
+    from ``cross(n2, n1)``, d theta / d x_i is g_i below (Bridson et al. 2003), and the g_i sum to zero.
+    """
     rng = p.rng
     names = element_indices_bend(p, n_vertices)
     p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)),
           "n1 = wp.cross(x2 - x0, x3 - x0)", "n2 = wp.cross(x3 - x1, x2 - x1)", "e = x3 - x2",
-          "n1_sq = wp.length_sq(n1)", "n2_sq = wp.length_sq(n2)", f"e_len = {p.length('e')}",
-          "if n1_sq < 1.0e-8 or n2_sq < 1.0e-8 or e_len < 1.0e-6:", f"{INDENT}return")
+          "n1_sq = wp.length_sq(n1)", "n2_sq = wp.length_sq(n2)", f"e_len = {p.length('e')}")
+    p.why("a degenerate hinge has no angle")
+    p.add("if n1_sq < 1.0e-8 or n2_sq < 1.0e-8 or e_len < 1.0e-6:", f"{INDENT}return")
     if p.coin():
         p.add("cos_theta = wp.dot(n1, n2) / wp.sqrt(n1_sq * n2_sq)",
-              "sin_theta = wp.dot(wp.cross(n1, n2), e) / (wp.sqrt(n1_sq * n2_sq) * e_len)",
+              "sin_theta = wp.dot(wp.cross(n2, n1), e) / (wp.sqrt(n1_sq * n2_sq) * e_len)",
               "theta = wp.atan2(sin_theta, cos_theta)")
     else:  # unit normals first; the sign of the angle from the edge direction
         p.add("n1_hat = n1 / wp.sqrt(n1_sq)", "n2_hat = n2 / wp.sqrt(n2_sq)",
               "cos_theta = wp.clamp(wp.dot(n1_hat, n2_hat), -1.0, 1.0)",
-              "theta = wp.acos(cos_theta) * wp.sign(wp.dot(wp.cross(n1_hat, n2_hat), e))")
+              "theta = wp.acos(cos_theta) * wp.sign(wp.dot(wp.cross(n2_hat, n1_hat), e))")
+    p.add("e_hat = e / e_len", "w1 = n1 / n1_sq", "w2 = n2 / n2_sq",
+          "g0 = w1 * e_len", "g1 = w2 * e_len",
+          "g2 = w1 * wp.dot(x0 - x3, e_hat) + w2 * wp.dot(x1 - x3, e_hat)",
+          "g3 = w1 * wp.dot(x2 - x0, e_hat) + w2 * wp.dot(x2 - x1, e_hat)")
     ke = f"{p.array('bend_stiffness', T.FLOAT32, lo=0.0, hi=1.0)}[tid]" if p.coin(0.3) else \
         p.scalar(rng.choice(("k_bend", "bending_stiffness")), lo=0.0, hi=1.0)
     if rng.random() < 0.5:
         rest = p.array(rng.choice(("rest_angle", "bend_rest")), T.FLOAT32, lo=-0.5, hi=0.5)
-        p.add(f"c = {ke} * (theta - {rest}[tid]) * e_len")
+        p.add(f"c = {ke} * (theta - {rest}[tid])")
+        toward = "its rest angle"
     else:
-        p.add(f"c = {ke} * theta * e_len")
-    p.add("d0 = n1 / n1_sq", "d1 = n2 / n2_sq")
-    if p.chance(0.35):  # damping: the rate of the angle from the vertex velocities
+        p.add(f"c = {ke} * theta")
+        toward = "flat"
+    if p.chance(0.35):  # damping on the rate of the angle, d theta / dt = sum of g_i . v_i
         v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
         kd = p.scalar(rng.choice(("k_damp", "bend_damping")), lo=0.0, hi=0.1)
-        p.add(f"dtheta = wp.dot(d0, {v}[{names[0]}]) + wp.dot(d1, {v}[{names[1]}])"
-              f" - 0.5 * wp.dot(d0 + d1, {v}[{names[2]}] + {v}[{names[3]}])",
-              f"c = c + {kd} * dtheta * e_len")
+        p.add(f"dtheta = wp.dot(g0, {v}[{names[0]}]) + wp.dot(g1, {v}[{names[1]}])"
+              f" + wp.dot(g2, {v}[{names[2]}]) + wp.dot(g3, {v}[{names[3]}])",
+              f"c = c + {kd} * dtheta")
+        p.note("damps the rate of change of the angle")
     forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")), shape=(n_vertices,))
-    if p.coin():
-        p.add(f"wp.atomic_sub({forces}, {names[0]}, d0 * c)", f"wp.atomic_sub({forces}, {names[1]}, d1 * c)",
-              f"wp.atomic_add({forces}, {names[2]}, (d0 + d1) * (0.5 * c))",
-              f"wp.atomic_add({forces}, {names[3]}, (d0 + d1) * (0.5 * c))")
+    if p.coin():  # f_i = -c g_i
+        p.add(*(f"wp.atomic_sub({forces}, {n}, g{c} * c)" for c, n in enumerate(names)))
     else:
-        p.add("f0 = d0 * c", "f1 = d1 * c", "f_edge = (f0 + f1) * 0.5",
-              f"wp.atomic_sub({forces}, {names[0]}, f0)", f"wp.atomic_sub({forces}, {names[1]}, f1)",
-              f"wp.atomic_add({forces}, {names[2]}, f_edge)", f"wp.atomic_add({forces}, {names[3]}, f_edge)")
+        p.add("s = -c", *(f"wp.atomic_add({forces}, {n}, g{c} * s)" for c, n in enumerate(names)))
     if p.chance(0.25):
         angles = p.array(rng.choice(("angles", "dihedral_angle")), T.FLOAT32, "out")
         p.add(f"{angles}[tid] = theta")
-    return p.finish(rng.choice(("eval_bending", "bending_forces", "dihedral_bending")), p.kb.dims)
+        p.note("writes each hinge's angle")
+    return p.finish(rng.choice(("eval_bending", "bending_forces", "dihedral_bending")), p.kb.dims,
+                    purpose=f"Accumulate dihedral bending forces on the four vertices of each hinge, driving "
+                            f"its angle towards {toward}")
 
 
 def element_indices_bend(p: Pattern, n_vertices: int) -> list[str]:

@@ -34,6 +34,8 @@ def register(name: str, weight: float = 1.0, source: str = "random"):
         raise ValueError(f"unknown source {source!r} for category {name!r}")
 
     def wrap(fn):
+        if name in CATEGORIES:  # a second family of one name would silently replace the first
+            raise ValueError(f"category {name!r} is registered twice")
         CATEGORIES[name] = Category(fn, weight, source)
         return fn
     return wrap
