@@ -47,6 +47,11 @@ def _indent(line: str) -> str:
     return line[:len(line) - len(line.lstrip())]
 
 
+# short kernels of the opt-in sources: a one-line edit moves their 4-gram sets far enough to show
+# why the default threshold sits below 0.8 (the default mix's longer kernels barely move)
+SHORT = ("realistic", "random")
+
+
 def write_dataset(out: str, sources: list[str]) -> list[dict]:
     records = [{"id": f"r{i:03d}", "kernel_name": f"k{i}", "category": "test", "python_source": s, "metadata": {}}
                for i, s in enumerate(sources)]
@@ -59,24 +64,29 @@ def scenario(tmp_path_factory):
     """A dataset of 60 generated kernels, and a folder of 50 kernels: lightly edited copies of 10
     of them, and 40 kernels of another run that are not near any record of the dataset."""
     base = tmp_path_factory.mktemp("exclude")
-    records = write_dataset(str(base / "ds"), [generate(3, i).source for i in range(60)])
+    records = write_dataset(str(base / "ds"), [generate(3, i, sources=SHORT).source for i in range(60)])
     sets = {r["id"]: tokens_of(r["python_source"]) for r in records}
     # originals whose edits could only be near themselves: no other record within 0.6 of them
     isolated = [r for r in records if editable_lines(r["python_source"].split("\n")) and all(
         jaccard(sets[r["id"]], sets[o]) < 0.6 for o in sets if o != r["id"])]
-    originals = isolated[:10]
+    # and whose light edit stays clearly above the threshold (MinHash decides near it: the exact
+    # test below covers that band)
+    originals, copies = [], {}
+    for r in isolated:
+        copy = lightly_edit(r["python_source"], len(originals))
+        if len(originals) < 10 and jaccard(tokens_of(copy), sets[r["id"]]) >= exclude.DEFAULT_THRESHOLD + 0.05:
+            copies[r["id"]] = copy
+            originals.append(r)
     others = []
     for i in range(200):
-        source = generate(4, i).source
+        source = generate(4, i, sources=SHORT).source
         if max(jaccard(tokens_of(source), s) for s in sets.values()) < 0.5:
             others.append(source)
         if len(others) == 40:
             break
     folder = base / "evalset"
     folder.mkdir()
-    copies = {}
     for k, r in enumerate(originals):
-        copies[r["id"]] = lightly_edit(r["python_source"], k)
         (folder / f"copy_{k:02d}.py").write_text(copies[r["id"]])
     for k, source in enumerate(others):
         (folder / f"other_{k:02d}.py").write_text(source)
@@ -91,7 +101,7 @@ def test_scenario_is_what_it_claims(scenario):
     scores = [jaccard(tokens_of(copy), tokens_of(by_id[rid]["python_source"])) for rid, copy in scenario["copies"].items()]
     assert all(copy != by_id[rid]["python_source"] for rid, copy in scenario["copies"].items())
     assert sum(score < 1 for score in scores) >= 8  # an added line can repeat 4-grams the kernel already has
-    assert sum(score < 0.8 for score in scores) >= 2  # why the default threshold is below 0.8
+    assert sum(score < 0.8 for score in scores) >= 1  # why the default threshold is below 0.8
 
 
 def test_drops_exactly_the_copied_kernels(scenario):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from jit.code.analysis.builtins import body_nodes, called_builtins, called_operators, warp_builtins  # noqa: F401
 from jit.code.synthesis.categories import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category
 from jit.code.synthesis.layout import format_source
-from jit.code.synthesis.stmt import KernelBuilder, Param
+from jit.code.synthesis.stmt import COMPLEXITY, KernelBuilder, Param
 
 __all__ = ["CATEGORIES", "DEFAULT_SOURCES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
 
@@ -48,6 +48,8 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
              complexity: str | int = "medium", attempt: int = 0,
              sources: Sequence[str] | None = None) -> KernelSpec:
     """The kernel of item ``index`` of run ``seed``; the same arguments always give the same source."""
+    if not isinstance(complexity, int) and complexity not in (*COMPLEXITY, "mixed"):  # not every builder reads it
+        raise ValueError(f"unknown complexity {complexity!r}; choose from small, medium, large, mixed or an int")
     names, weights = mix(categories, sources)
     rng = random.Random(f"{seed}:{index}:{attempt}")
     category = rng.choices(names, weights)[0]
