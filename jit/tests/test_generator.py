@@ -10,6 +10,7 @@ import pytest
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis import expr as E
+from jit.code.synthesis.batch_generator import launch_block_dim
 from jit.code.synthesis.generator import CATEGORIES, KernelSpec, called_builtins, generate
 
 BASE = ("arithmetic", "math", "vector", "matrix", "control_flow", "atomic")
@@ -96,26 +97,33 @@ def test_builtin_table_comes_from_warps_registry():
 @pytest.mark.parametrize("category", sorted(CATEGORIES))
 def test_every_category_builds_for_cpu_and_cuda(category):
     specs = [generate(11, i, categories=[category], complexity=cx) for i, cx in enumerate(("small", "medium", "large"))]
-    handle = wb.define([s.source for s in specs], f"test_gen_build_{category}")
-    try:
-        kernels = handle.kernels()
-        assert sorted(kernels) == sorted(s.name for s in specs)
-        irs = extract_many(list(kernels.values()), ("cpu", "cuda"))
-    finally:
-        handle.release()
+    irs = build_per_block_dim(specs, f"test_gen_build_{category}")
     assert len(irs) == 3
     for ir in irs:
         assert ir["cpu"].forward and ir["cuda"].forward
 
 
+def build_per_block_dim(specs, module_name: str) -> list:
+    """Extract specs for both devices, those launched with a block_dim of their own (tile kernels)
+    in a module of that block_dim, the rest together, as the pipeline builds them."""
+    groups: dict = {}
+    for spec in specs:
+        groups.setdefault(launch_block_dim(spec), []).append(spec)
+    irs = []
+    for n, (block_dim, group) in enumerate(groups.items()):
+        handle = wb.define([s.source for s in group], f"{module_name}_{n}")
+        try:
+            kernels = handle.kernels()
+            assert sorted(kernels) == sorted(s.name for s in group)
+            irs += extract_many([kernels[s.name] for s in group], ("cpu", "cuda"), block_dim=block_dim)
+        finally:
+            handle.release()
+    return irs
+
+
 def test_sources_share_one_module():
     specs = [generate(12, i) for i in range(30)]
-    handle = wb.define([s.source for s in specs], "test_gen_shared")
-    try:
-        irs = extract_many(list(handle.kernels().values()), ("cpu", "cuda"))
-    finally:
-        handle.release()
-    assert len(irs) == 30
+    assert len(build_per_block_dim(specs, "test_gen_shared")) == 30
 
 
 def test_geometry_kernels_keep_to_one_shared_query_stack():

@@ -1,12 +1,15 @@
-"""The mutant category: seeded, type-correct mutations of real kernels from Warp's examples and tests.
+"""The mutant category: real kernels from Warp's examples, library code and tests, changed in ways
+that keep what they compute.
 
-A builder draws a seed kernel from ``mutant_seeds.json`` (seed half of the reference corpus,
-known to build; larger kernels more often, see ``seed_weights``) and lets ``mutate`` change it (see that module for the mutations). The record's
-metadata names the seed kernel (distribution, version, module, file, line, licence) and lists
-the mutations applied. Mutants are not run: their launch inputs (meshes, textures, array sizes)
-are not modelled, so ``needs_runtime_objects`` is set with that reason. A mutant of a tile kernel
-carries its seed's launch block_dim (``launch.block_dim`` in the metadata). What it leaves out:
-``complexity`` (a mutant is as large as its seed) and describing the parameters.
+A builder draws a seed from ``mutant_seeds.json`` (by its weight, see ``mutate.rebuild``) and
+lets ``mutate`` change it. The record names the seed kernel (distribution, version, module,
+file, line, licence), lists the mutations applied, and describes the launch the seed's code
+implies, carried through the mutations: grid, and per parameter its shape, value range and
+role, in the form every builder gives ``metadata["launch"]``, so the execute check runs
+mutants like any other kernel. A seed that needs a mesh, hash grid, BVH or volume gives
+mutants marked ``needs_runtime_objects`` with the reason. ``purpose`` is the seed author's
+docstring, when there is one. What it leaves out: ``complexity`` (a mutant is as large as its
+seed).
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import ast
 import random
 from dataclasses import dataclass, field
 
-from jit.code.synthesis import mutate as M
 from jit.code.analysis import reference
-from jit.code.synthesis.categories import register
+from jit.code.synthesis import mutate as M
+from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.mutate import launch as L
+from jit.code.synthesis.mutate.infer import differentiable
 
 SEED_DRAWS = 8  # seeds tried before giving up on an item (a draw fails only for tiny seeds)
-REASON = "mutant of a real kernel: launch inputs are not modelled"
 
 
 @dataclass(slots=True)
@@ -43,36 +47,64 @@ class Mutant:
 
 def seed_record(seed: M.Seed) -> dict:
     dist = reference.distribution()
-    return {"distribution": dist["name"], "version": dist["version"], "module": seed.module,
-            "file": seed.path, "line": seed.line, "name": seed.name, "license": dist["license"]}
+    return {
+        "distribution": dist["name"],
+        "version": dist["version"],
+        "module": seed.module,
+        "file": seed.path,
+        "line": seed.line,
+        "name": seed.name,
+        "license": dist["license"],
+    }
 
 
 def nondeterministic(tree: ast.Module) -> bool:
     """Float atomics (and ``+=`` into arrays, which Warp makes atomic) sum in launch order."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (M.wp_attr(node) or "").startswith("atomic_"):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("atomic_"):
             return True
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
             return True
     return False
 
 
+def build(mutant: M.Mutant, seed: M.Seed) -> Mutant:
+    unit = mutant.unit
+    launch = unit.launch
+    kernel = unit.kernel
+    reason = launch.reason if seed.launch else "the seed has no launch description"
+    meta = {
+        "needs_runtime_objects": bool(reason),
+        "reason": reason,
+        "deterministic": not nondeterministic(unit.tree),
+        "differentiable": differentiable(kernel),
+        "record": {"seed_kernel": seed_record(seed), "mutations": mutant.applied},
+    }
+    doc = ast.get_docstring(kernel)
+    if doc:  # what the seed's author said it does (a mutant does the same)
+        meta["record"]["purpose"] = doc.strip().split("\n\n")[0].replace("\n", " ")
+    statements = sum(isinstance(n, ast.stmt) for n in ast.walk(kernel)) - 1
+    funcs = [n.name for n in unit.functions if n is not kernel]
+    return Mutant(
+        mutant.kernel_name,
+        mutant.source,
+        meta,
+        statements,
+        funcs,
+        list(unit.structs),
+        L.params(kernel, launch, unit.structs),
+        list(launch.dim),
+        seed.block_dim,
+    )
+
+
 def mutant(rng: random.Random, suffix: str) -> Mutant:
     for _ in range(SEED_DRAWS):
         seed = rng.choices(M.seeds(), M.seed_weights())[0]
         try:
-            source, name, applied = M.mutate(M.seed_kernel(seed), rng, suffix, seed.dtypes)
+            return build(M.mutate_seed(seed, rng, suffix, layout=False), seed)  # the generator lays it out
         except M.MutationError:
             continue
-        tree = ast.parse(source)
-        kernel = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
-        funcs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n is not kernel]
-        structs = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
-        meta = {"needs_runtime_objects": True, "reason": REASON,
-                "deterministic": not nondeterministic(tree), "differentiable": True,
-                "record": {"seed_kernel": seed_record(seed), "mutations": applied}}
-        statements = sum(isinstance(n, ast.stmt) for n in ast.walk(kernel)) - 1
-        return Mutant(name, source, meta, statements, funcs, structs, block_dim=seed.block_dim)
     raise M.MutationError("-", f"no mutable seed in {SEED_DRAWS} draws")
 
 

@@ -16,10 +16,10 @@ class Category:
 # source -> (its share of a mix that draws it, what it is)
 SOURCES: dict[str, tuple[float, str]] = {
     "realistic": (0.30, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
-    "patterns": (0.20, "skeletons of what simulation and graphics kernels do, randomised in their details"),
-    "mutants": (0.35, "type-correct mutations of real kernels from Warp's own examples and tests"),
+    "patterns": (0.25, "skeletons of what simulation and graphics kernels do, randomised in their details"),
+    "mutants": (0.30, "mutations that keep the meaning of real kernels from Warp's examples, library and tests"),
     "random": (0.15, "the typed random-program generator, for coverage of Warp's builtins"),
-    "composed": (0.30, "kernels composed from pieces with a purpose (integrators, forces, stencils, ...)"),
+    "composed": (0.45, "kernels composed from pieces with a purpose (integrators, forces, stencils, ...)"),
 }
 
 # the sources a run draws from when it names none: kernels with a purpose only; the others are

@@ -1,0 +1,196 @@
+"""Loop forms: unroll a short constant loop, or roll repeated statements into one.
+
+- ``unroll``: ``for k in range(3): s += a[k]`` becomes the three statements with ``k`` a
+  constant (Warp unrolls such loops itself, so the generated code hardly changes);
+- ``roll``: three or more statements that differ only in the constant indices they use,
+  counting up by one (``out[0] = v[0]``, ``out[1] = v[1]``, ...), become a ``for`` loop.
+
+The same statements run in the same order either way. What it leaves out: loops that break,
+continue or return, loops whose variable is read after them, and statements that bind locals
+(a loop would change where the binding is visible).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import random
+
+from jit.code.synthesis.mutate.syntax import SIMPLE_STATEMENTS, blocks, call_name, jumps
+from jit.code.synthesis.mutate.unit import Unit
+
+MAX_UNROLL = 4
+MIN_ROLL = 3
+LOOP_NAMES = ("k", "c", "axis", "comp")
+
+
+def constant_range(node: ast.expr, consts: dict[str, int]) -> range | None:
+    if not (isinstance(node, ast.Call) and call_name(node) == "range" and 1 <= len(node.args) <= 2):
+        return None
+    values = []
+    for a in node.args:
+        if isinstance(a, ast.Constant) and type(a.value) is int:
+            values.append(a.value)
+        elif isinstance(a, ast.Name) and a.id in consts:
+            values.append(consts[a.id])
+        else:
+            return None
+    return range(*values)
+
+
+def unroll_sites(unit: Unit) -> list[tuple[list, int, range]]:
+    consts = unit.consts()
+    out = []
+    for fn in unit.functions:
+        for body in blocks(fn):
+            for at, stmt in enumerate(body):
+                if not isinstance(stmt, ast.For) or stmt.orelse or not isinstance(stmt.target, ast.Name):
+                    continue
+                trips = constant_range(stmt.iter, consts)
+                var = stmt.target.id
+                if (
+                    trips is None
+                    or not 2 <= len(trips) <= MAX_UNROLL
+                    or jumps(stmt.body)
+                    or any(isinstance(n, (ast.For, ast.While)) for s in stmt.body for n in ast.walk(s))
+                ):
+                    continue
+                inside = {id(n) for s in stmt.body for n in ast.walk(s)}
+                reads_outside = any(
+                    isinstance(n, ast.Name) and n.id == var and id(n) not in inside and n is not stmt.target
+                    for n in ast.walk(fn)
+                )
+                assigned = any(
+                    isinstance(n, ast.Name) and n.id == var and not isinstance(n.ctx, ast.Load)
+                    for s in stmt.body
+                    for n in ast.walk(s)
+                )
+                if not reads_outside and not assigned:
+                    out.append((body, at, trips))
+    return out
+
+
+class _Fix(ast.NodeTransformer):
+    def __init__(self, name: str, value: int):
+        self.name, self.value = name, value
+
+    def visit_Name(self, node):
+        return ast.Constant(self.value) if node.id == self.name and isinstance(node.ctx, ast.Load) else node
+
+
+def unroll(unit: Unit, rng: random.Random) -> str | None:
+    sites = unroll_sites(unit)
+    if not sites:
+        return None
+    body, at, trips = rng.choice(sites)
+    loop = body[at]
+    copies = [loop.body] + [copy.deepcopy(loop.body) for _ in trips[1:]]  # the first keeps the comments
+    new = []
+    for stmts, value in zip(copies, trips):
+        new += [_Fix(loop.target.id, value).visit(s) for s in stmts]
+    body[at : at + 1] = new
+    unit.touched |= {id(s) for s in new}
+    return f"unroll:{len(trips)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# rolling
+
+
+def template(stmt: ast.stmt) -> tuple[str, list[ast.Constant]] | None:
+    """The statement's dump with its integer constants blanked, and those constants in order."""
+    if not isinstance(stmt, SIMPLE_STATEMENTS) or any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) for n in ast.walk(stmt)
+    ):
+        return None
+    consts = [n for n in ast.walk(stmt) if isinstance(n, ast.Constant) and type(n.value) is int]
+    saved = [c.value for c in consts]
+    for c in consts:
+        c.value = -1
+    text = ast.dump(stmt)
+    for c, v in zip(consts, saved):
+        c.value = v
+    return text, consts
+
+
+def in_index(stmt: ast.stmt) -> set[int]:
+    """ids of the integer constants of a statement that sit in an index (``a[2]``, ``a[i, 0]``)."""
+    return {
+        id(n)
+        for s in ast.walk(stmt)
+        if isinstance(s, ast.Subscript)
+        for n in ast.walk(s.slice)
+        if isinstance(n, ast.Constant)
+    }
+
+
+def roll_sites(unit: Unit) -> list[tuple[list, int, int, list[int]]]:
+    """(block, start, length, positions of the constants that count up) of rollable runs."""
+    out = []
+    for fn in unit.functions:
+        for body in blocks(fn):
+            at = 0
+            while at < len(body):
+                first = template(body[at])
+                stop = at + 1
+                while first and stop < len(body) and (t := template(body[stop])) and t[0] == first[0]:
+                    stop += 1
+                if first and stop - at >= MIN_ROLL:
+                    counting = counting_positions(body[at:stop])
+                    if counting:
+                        out.append((body, at, stop - at, counting))
+                at = stop
+    return out
+
+
+def counting_positions(run: list[ast.stmt]) -> list[int] | None:
+    """Positions of the constants that go up by one from statement to statement (all in an index);
+    None when some other constant changes too."""
+    columns = list(zip(*[[c.value for c in template(s)[1]] for s in run]))
+    indexed = [{id(c) for c in template(s)[1]} & in_index(s) for s in run]
+    positions = []
+    for p, values in enumerate(columns):
+        if len(set(values)) == 1:
+            continue
+        if list(values) != list(range(values[0], values[0] + len(run))):
+            return None
+        if not all(id(template(s)[1][p]) in ids for s, ids in zip(run, indexed)):
+            return None
+        positions.append(p)
+    return positions or None
+
+
+def roll(unit: Unit, rng: random.Random) -> str | None:
+    sites = roll_sites(unit)
+    if not sites:
+        return None
+    body, at, length, positions = rng.choice(sites)
+    var = unit.fresh(rng, LOOP_NAMES)
+    stmt = body[at]
+    consts = template(stmt)[1]
+    for p in positions:
+        start = consts[p].value
+        var_node = ast.Name(var, ast.Load())
+        replacement = var_node if start == 0 else ast.BinOp(var_node, ast.Add(), ast.Constant(start))
+        _swap(stmt, consts[p], replacement)
+    loop = ast.For(ast.Name(var, ast.Store()), ast.parse(f"range({length})", mode="eval").body, [stmt], [])
+    for old in body[at + 1 : at + length]:
+        unit.notes.forget(old)
+    note = unit.notes.note(stmt)
+    unit.notes.move(stmt, loop)
+    if note is not None and note.trailing:  # a comment on the first line was about that line
+        note.trailing = None
+    body[at : at + length] = [loop]
+    unit.touched.add(id(loop))
+    return f"roll:{length}"
+
+
+def _swap(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return
+            if isinstance(value, list) and any(v is old for v in value):
+                value[[i for i, v in enumerate(value) if v is old][0]] = new
+                return

@@ -1,0 +1,116 @@
+"""Renaming by role: a local or kernel parameter takes another name that says the same thing.
+
+``positions`` may become ``points``, ``vel`` ``velocity``, ``tid`` ``i``: groups of names a
+reader takes for one role. One-letter names are left alone unless they hold the thread index
+(``x`` may be a position or a coordinate, ``n`` a normal or a count). A renamed kernel
+parameter renames its launch argument, and comments that mention a renamed name follow it.
+What it leaves out: struct fields and module-level names (the suffix already renames those).
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+
+from jit.code.synthesis.mutate.syntax import blocks, is_docstring, tid_names
+from jit.code.synthesis.mutate.unit import RESERVED, Unit
+
+ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("tid", "i", "idx", "index", "thread_id"),
+    ("x", "p", "pos", "position", "point"),
+    ("v", "vel", "velocity"),
+    ("f", "force"),
+    ("m", "mass"),
+    ("inv_mass", "inv_m"),
+    ("n", "normal", "nrm"),
+    ("d", "dist", "distance"),
+    ("q", "rot", "rotation"),
+    ("r", "radius"),
+    ("c", "center", "centre"),
+    ("out", "output", "result", "res"),
+    ("src", "source", "inp"),
+    ("dst", "dest"),
+    ("values", "vals", "data"),
+    ("value", "val"),
+    ("count", "num"),
+    ("counter", "cnt"),
+    ("dir", "direction"),
+    ("lower", "lo", "lower_bound"),
+    ("upper", "hi", "upper_bound"),
+    ("scale", "factor"),
+    ("color", "rgb"),
+    ("err", "error"),
+    ("grad", "gradient"),
+    ("sum", "acc", "accum", "total"),
+    ("loss", "cost"),
+    ("points", "positions", "pts"),
+    ("indices", "ids", "idxs"),
+    ("state", "rng_state", "rng"),
+    ("seed", "rng_seed"),
+    ("mesh_id", "mesh"),
+    ("bvh_id", "bvh"),
+    ("face", "face_index", "tri"),
+    ("eps", "epsilon", "tol"),
+    ("width", "nx"),
+    ("height", "ny"),
+    ("depth", "nz"),
+    ("max_dist", "max_distance"),
+    ("normal_vel", "vn"),
+    ("tangent_vel", "vt"),
+    ("vertices", "verts"),
+    ("velocities", "vels"),
+    ("forces", "f_ext"),
+    ("masses", "mass_arr"),
+    ("weights", "w_arr"),
+)
+ROLE_OF = {name: group for group in ROLE_GROUPS for name in group}
+THREAD_INDEX = ROLE_GROUPS[0]
+
+
+def rename(unit: Unit, rng: random.Random, p: float = 0.5) -> list[str]:
+    """Rename some locals (and the kernel's parameters) to another name of their role."""
+    done = []
+    for fn in unit.functions:
+        params = {a.arg for a in fn.args.args}
+        stores = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        names = sorted(stores | params) if fn is unit.kernel else sorted(stores - params)
+        tids = {t for body in blocks(fn) for st in body for t in (tid_names(st) or ())}
+        for old in names:
+            group = ROLE_OF.get(old)
+            # a one-letter name says little of its role: only the thread index is sure; and a
+            # name of the thread index's group is renamed only if it holds the thread index
+            if (
+                group is None
+                or (len(old) == 1 and old not in tids)
+                or (group is THREAD_INDEX) != (old in tids)
+                or rng.random() >= p
+            ):
+                continue
+            taken = unit.taken() | RESERVED
+            options = [g for g in group if g != old and g not in taken and (len(g) > 1 or old in tids)]
+            if options:
+                new = unit.claim(rng.choice(options))
+                rename_in(fn, old, new)
+                if fn is unit.kernel and old in params:
+                    unit.launch.rename(old, new)
+                if old in params:
+                    rename_in_docstring(fn, old, new)
+                unit.rename_in_comments(old, new, fn)
+                done.append(f"rename:{old}->{new}")
+    return done
+
+
+def rename_in(fn: ast.FunctionDef, old: str, new: str) -> None:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == old:
+            node.id = new
+        elif isinstance(node, ast.arg) and node.arg == old:
+            node.arg = new
+
+
+def rename_in_docstring(fn: ast.FunctionDef, old: str, new: str) -> None:
+    """A docstring that documents parameter ``old`` documents ``new``."""
+    if fn.body and is_docstring(fn.body[0]):
+        doc = fn.body[0].value
+        doc.value = re.sub(rf"\b{re.escape(old)}\b", new, doc.value)

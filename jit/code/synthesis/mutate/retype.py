@@ -1,0 +1,293 @@
+"""Mutations of types: precision of the whole unit, and the width of its vectors.
+
+- ``precision``: float32 <-> float64 everywhere at once (annotations, casts, constructors, module
+  constants, and float literals, which Warp reads as float32 unless wrapped in ``wp.float64``).
+  A seed lists the changes that were seen to build (``Seed.dtypes``); only those are drawn.
+- ``width``: vec3 <-> vec2 or vec3 -> vec4, for units whose vector math does not depend on the
+  width: no component access, no cross products, matrices or rotations, vectors only built as
+  zero. On inputs whose extra components are zero, the wider kernel gives the narrower one's
+  outputs with zeros appended (``origin`` "padded" says which arguments changed).
+
+What it leaves out: integer widths (an index type is not a precision), and half precision
+(Warp's float16 arithmetic is not the float32 one rounded).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+import re
+
+from jit.code.synthesis.mutate.syntax import call_name, is_constructor, is_float_literal, wp_attr
+from jit.code.synthesis.mutate.unit import Unit
+
+F32_TO_F64 = {
+    "float32": "float64",
+    "vec2": "vec2d",
+    "vec3": "vec3d",
+    "vec4": "vec4d",
+    "vec2f": "vec2d",
+    "vec3f": "vec3d",
+    "vec4f": "vec4d",
+    "mat22": "mat22d",
+    "mat33": "mat33d",
+    "mat44": "mat44d",
+    "mat22f": "mat22d",
+    "mat33f": "mat33d",
+    "mat44f": "mat44d",
+    "quat": "quatd",
+    "quatf": "quatd",
+    "transform": "transformd",
+    "transformf": "transformd",
+    "spatial_vector": "spatial_vectord",
+    "spatial_vectorf": "spatial_vectord",
+    "spatial_matrix": "spatial_matrixd",
+    "spatial_matrixf": "spatial_matrixd",
+}
+F64_TO_F32 = {
+    "float64": "float32",
+    "vec2d": "vec2",
+    "vec3d": "vec3",
+    "vec4d": "vec4",
+    "mat22d": "mat22",
+    "mat33d": "mat33",
+    "mat44d": "mat44",
+    "quatd": "quat",
+    "transformd": "transform",
+    "spatial_vectord": "spatial_vector",
+    "spatial_matrixd": "spatial_matrix",
+}
+
+
+def precision_options(tree: ast.AST) -> tuple[str, ...]:
+    """ "float64" if the unit uses only float32 types, "float32" if only float64 ones."""
+    attrs = {wp_attr(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    f32 = bool(attrs & set(F32_TO_F64)) or any(isinstance(n, ast.Name) and n.id == "float" for n in ast.walk(tree))
+    f64 = bool(attrs & set(F64_TO_F32))
+    if f32 and not f64:
+        return ("float64",)
+    if f64 and not f32:
+        return ("float32",)
+    return ()
+
+
+def wp_call(name: str, arg: ast.expr) -> ast.Call:
+    return ast.Call(ast.Attribute(ast.Name("wp", ast.Load()), name, ast.Load()), [arg], [])
+
+
+class _Rename(ast.NodeTransformer):
+    """Warp type names by ``table``; the Python ``float`` to ``wp.<float_to>`` when given."""
+
+    def __init__(self, table: dict[str, str], float_to: str | None = None):
+        self.table, self.float_to = table, float_to
+
+    def visit_Attribute(self, node):
+        if wp_attr(node) in self.table:
+            node.attr = self.table[node.attr]
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if self.float_to and node.id == "float" and isinstance(node.ctx, ast.Load):
+            return ast.Attribute(ast.Name("wp", ast.Load()), self.float_to, ast.Load())
+        return node
+
+
+class _UnwrapFloat32(ast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if wp_attr(node) == "float32" and len(node.args) == 1 and is_float_literal(node.args[0]):
+            return node.args[0]  # a float32 literal needs no cast
+        return node
+
+
+def _wrap_literals(fn: ast.FunctionDef) -> None:
+    """Float literals of a function body as float64 (Warp reads a bare one as float32), except
+    the arguments of constructors and casts, which take their type from the call."""
+    protected = {
+        id(a)
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call) and (is_constructor(wp_attr(n)) or call_name(n) == "float")
+        for a in n.args
+    }
+    for stmt in fn.body:
+        for parent in ast.walk(stmt):
+            for field, value in ast.iter_fields(parent):
+                if is_float_literal(value) and id(value) not in protected:
+                    setattr(parent, field, wp_call("float64", value))
+                elif isinstance(value, list):
+                    for i, item in enumerate(value):
+                        if is_float_literal(item) and id(item) not in protected:
+                            value[i] = wp_call("float64", item)
+
+
+def float_constant(node: ast.stmt) -> ast.Call | ast.Assign | None:
+    """The node holding the value of a module-level ``NAME = <float>`` (the assignment) or
+    ``NAME = wp.constant(<float>)`` (the call)."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    holder = (
+        node.value
+        if isinstance(node.value, ast.Call) and wp_attr(node.value) == "constant" and node.value.args
+        else node
+    )
+    value = holder.args[0] if holder is not node else node.value
+    try:
+        result = eval(compile(ast.Expression(value), "<const>", "eval"), {"__builtins__": {}, "math": math})
+    except Exception:
+        return None
+    return holder if type(result) is float else None
+
+
+def change_precision(unit: Unit, target: str) -> str:
+    if target == "float64":
+        for node in unit.tree.body:
+            holder = float_constant(node)
+            if isinstance(holder, ast.Call):
+                holder.args[0] = wp_call("float64", holder.args[0])
+            elif holder is not None:
+                holder.value = wp_call("float64", holder.value)
+        for fn in unit.functions:
+            _wrap_literals(fn)
+        unit.tree = _Rename(F32_TO_F64, "float64").visit(unit.tree)
+    else:
+        unit.tree = _UnwrapFloat32().visit(_Rename(F64_TO_F32).visit(unit.tree))
+    unit.kernel = next(n for n in unit.functions if n.name == unit.kernel_name)
+    old, new = ("float32", "float64") if target == "float64" else ("float64", "float32")
+    unit.rename_in_comments(old, new)
+    return f"precision:{target}"
+
+
+def precision(unit: Unit, rng: random.Random, options: tuple[str, ...] = ()) -> str | None:
+    return change_precision(unit, rng.choice(options)) if options else None
+
+
+# ---------------------------------------------------------------------------------------------
+# vector width
+
+WIDTH_SAFE = frozenset(
+    {
+        "dot",
+        "length",
+        "length_sq",
+        "normalize",
+        "abs",
+        "min",
+        "max",
+        "lerp",
+        "cw_mul",
+        "cw_div",
+        "neg",
+        "norm_l1",
+        "norm_l2",
+        "norm_huber",
+        "norm_pseudo_huber",
+        "smooth_normalize",
+        "select",
+        "where",
+        "atomic_add",
+        "atomic_sub",
+        "tid",
+        "sqrt",
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tan",
+        "pow",
+        "floor",
+        "ceil",
+        "clamp",
+        "float",
+        "int",
+        "float32",
+        "float64",
+        "int32",
+        "sign",
+        "step",
+        "nonzero",
+        "isfinite",
+        "isnan",
+        "constant",
+        "acos",
+        "asin",
+        "atan",
+        "atan2",
+        "tanh",
+        "sinh",
+        "cosh",
+        "round",
+        "trunc",
+        "mod",
+        "log2",
+        "log10",
+        "degrees",
+        "radians",
+        "leaky_max",
+        "leaky_min",
+    }
+)
+VEC = re.compile(r"^vec([234])([fdh]?)$")
+WIDTHS = {"3": ("2", "4"), "2": ("3",)}
+
+
+def width_change(unit: Unit) -> str | None:
+    """The width the unit's float vectors can change from, if they can (not inside structs: a
+    launch would have to pad a field)."""
+    if unit.structs:
+        return None
+    widths = set()
+    for node in ast.walk(unit.tree):
+        attr = wp_attr(node) if isinstance(node, (ast.Attribute, ast.Call)) else None
+        if attr is None:
+            continue
+        m = VEC.match(attr)
+        if m:
+            widths.add(m.group(1))
+            if isinstance(node, ast.Call) and not all(isinstance(a, ast.Constant) and a.value == 0 for a in node.args):
+                return None  # a vector built from components knows its width
+        elif attr.startswith(("vec", "mat", "quat", "transform", "spatial", "tile", "cross", "outer")) or (
+            isinstance(node, ast.Call) and attr not in WIDTH_SAFE
+        ):
+            return None
+        if isinstance(node, ast.Attribute) and node.attr in ("x", "y", "z", "w") and wp_attr(node) is None:
+            return None
+    for fn in unit.functions:
+        array_names = {a.arg for a in fn.args.args if isinstance(a.annotation, (ast.Subscript, ast.Call))}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Attribute) and node.attr in ("x", "y", "z", "w"):
+                return None
+            if (
+                isinstance(node, ast.Subscript)
+                and not (isinstance(node.value, ast.Name) and node.value.id in array_names)
+                and not _is_annotation(node, fn)
+            ):
+                return None  # a component, or an element of a local
+    return widths.pop() if len(widths) == 1 else None
+
+
+def _is_annotation(node: ast.AST, fn: ast.FunctionDef) -> bool:
+    return any(node is sub for a in fn.args.args if a.annotation is not None for sub in ast.walk(a.annotation))
+
+
+def width(unit: Unit, rng: random.Random) -> str | None:
+    old = width_change(unit)
+    if old is None or old not in WIDTHS:
+        return None
+    new = rng.choice(WIDTHS[old])
+    for node in ast.walk(unit.tree):
+        if isinstance(node, ast.Attribute) and (m := VEC.match(node.attr)) and wp_attr(node):
+            node.attr = f"vec{new}{m.group(2)}"
+        if isinstance(node, ast.Call) and (m := VEC.match(wp_attr(node) or "")):
+            node.args = []
+    vector_args = {
+        a.arg
+        for a in unit.kernel.args.args
+        if a.annotation is not None
+        and any(isinstance(n, ast.Attribute) and VEC.match(n.attr) for n in ast.walk(a.annotation))
+    }
+    for arg in unit.launch.args:
+        if arg.name in vector_args:
+            arg.origin = ("padded", arg.origin[1] if arg.origin else arg.name)
+    unit.rename_in_comments(f"vec{old}", f"vec{new}")
+    return f"width:vec{old}->vec{new}"
