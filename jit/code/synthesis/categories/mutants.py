@@ -19,6 +19,7 @@ import random
 from dataclasses import dataclass, field
 
 from jit.code.analysis import reference
+from jit.code.analysis.purpose import purpose_of
 from jit.code.synthesis import mutate as M
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.mutate import launch as L
@@ -58,6 +59,28 @@ def seed_record(seed: M.Seed) -> dict:
     }
 
 
+# how a mutation changes what a reader is told (renames, hoists and reorders change nothing)
+CHANGES = {"precision": "in {0}", "width": "on {0} vectors", "layout": "with its data in separate arrays",
+           "flatten": "on a flattened grid", "guard": "guarded by a count of items", "unroll": "with its loop unrolled",
+           "roll": "with its repeated steps rolled into a loop", "extract_func": "with a step moved into a @wp.func",
+           "inline_func": "with its helper inlined"}
+
+
+def purpose(mutant: M.Mutant, seed: M.Seed) -> str:
+    """What the seed's author said the kernel does (its docstring or leading comment: a mutant does
+    the same), else which real kernel it computes as, and how it was changed."""
+    said = purpose_of(mutant.source, mutant.kernel_name)
+    if said:
+        return said
+    changes = []
+    for applied in mutant.applied:
+        kind, _, detail = applied.partition(":")
+        if kind in CHANGES and CHANGES[kind].format(detail) not in changes:
+            changes.append(CHANGES[kind].format(detail))
+    how = (", " + ", ".join(changes)) if changes else ""
+    return f"Computes what `{seed.name}` of Warp's {seed.path} computes{how}."
+
+
 def nondeterministic(tree: ast.Module) -> bool:
     """Float atomics (and ``+=`` into arrays, which Warp makes atomic) sum in launch order."""
     for node in ast.walk(tree):
@@ -80,9 +103,7 @@ def build(mutant: M.Mutant, seed: M.Seed) -> Mutant:
         "differentiable": differentiable(kernel),
         "record": {"seed_kernel": seed_record(seed), "mutations": mutant.applied},
     }
-    doc = ast.get_docstring(kernel)
-    if doc:  # what the seed's author said it does (a mutant does the same)
-        meta["record"]["purpose"] = doc.strip().split("\n\n")[0].replace("\n", " ")
+    meta["record"]["purpose"] = purpose(mutant, seed)
     statements = sum(isinstance(n, ast.stmt) for n in ast.walk(kernel)) - 1
     funcs = [n.name for n in unit.functions if n is not kernel]
     return Mutant(
