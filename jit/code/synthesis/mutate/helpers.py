@@ -20,6 +20,7 @@ import random
 
 from jit.code.synthesis.mutate.moves import expression_parts, hoist_names
 from jit.code.synthesis.mutate.syntax import (
+    replace_node,
     SIMPLE_STATEMENTS,
     blocks,
     call_name,
@@ -192,7 +193,7 @@ def inline_in(unit: Unit, rng: random.Random, body: list[ast.stmt], at: int, fn:
                     bound[p] = ast.Name(local, ast.Load())
                 else:
                     return inserted, replaced
-            _replace(stmt, call, _Substitute(bound).visit(copy.deepcopy(expr)))
+            replace_node(stmt, call, _Substitute(bound).visit(copy.deepcopy(expr)))
             replaced += 1
     return inserted, replaced
 
@@ -228,14 +229,3 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
-def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list):
-                for i, item in enumerate(value):
-                    if item is old:
-                        value[i] = new
-                        return

@@ -22,7 +22,7 @@ import re
 
 from jit.code.synthesis.mutate.launch import Arg, describe
 from jit.code.synthesis.mutate.moves import element_names, hoist_names
-from jit.code.synthesis.mutate.syntax import array_annotation, is_docstring, wp_attr
+from jit.code.synthesis.mutate.syntax import replace_node, array_annotation, is_docstring, wp_attr
 from jit.code.synthesis.mutate.unit import Unit
 
 COMPONENTS = "xyzw"
@@ -115,7 +115,7 @@ def split_vector(unit: Unit, rng: random.Random, name: str) -> str:
         elif isinstance(parent.ctx, ast.Load):
             parts = [ast.Subscript(ast.Name(n, ast.Load()), copy.deepcopy(parent.slice), ast.Load()) for n in names]
             call = ast.Call(ast.Attribute(ast.Name("wp", ast.Load()), vec_attr, ast.Load()), parts, [])
-            _replace_in(unit.kernel, parent, call)
+            replace_node(unit.kernel, parent, call)
         else:
             _split_store(unit, rng, grand, parent, names)
     at = unit.kernel.args.args.index(arg)
@@ -154,17 +154,6 @@ def _bodies(fn: ast.FunctionDef):
             value = getattr(node, field, None)
             if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                 yield value
-
-
-def _replace_in(fn: ast.FunctionDef, old: ast.AST, new: ast.AST) -> None:
-    for parent in ast.walk(fn):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list) and any(v is old for v in value):
-                value[[i for i, v in enumerate(value) if v is old][0]] = new
-                return
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +199,7 @@ def split_struct(unit: Unit, rng: random.Random, name: str) -> str:
     names = {f: unit.claim(f"{stem}_{f}" if f"{stem}_{f}" not in taken else f"{name}_{f}") for f in used}
     for use, parent, grand in uses(unit, name):
         new = ast.Subscript(ast.Name(names[grand.attr], ast.Load()), parent.slice, grand.ctx)
-        _replace_in(unit.kernel, grand, new)
+        replace_node(unit.kernel, grand, new)
     at = unit.kernel.args.args.index(arg)
     unit.kernel.args.args[at : at + 1] = [
         ast.arg(names[f], with_dtype(arg.annotation, copy.deepcopy(field_types[f]))) for f in used
@@ -282,7 +271,7 @@ def pack(unit: Unit, rng: random.Random, names: list[str]) -> str:
             new = ast.Attribute(
                 ast.Subscript(ast.Name(plural, ast.Load()), parent.slice, ast.Load()), fields[n], ast.Load()
             )
-            _replace_in(unit.kernel, parent, new)
+            replace_node(unit.kernel, parent, new)
     first = args[names[0]]
     packed = ast.arg(plural, with_dtype(first.annotation, ast.Name(struct, ast.Load())))
     unit.kernel.args.args = [packed if a is first else a for a in unit.kernel.args.args if a.arg not in names[1:]]

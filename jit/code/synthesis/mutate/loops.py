@@ -16,7 +16,7 @@ import ast
 import copy
 import random
 
-from jit.code.synthesis.mutate.syntax import SIMPLE_STATEMENTS, blocks, call_name, jumps
+from jit.code.synthesis.mutate.syntax import replace_node, SIMPLE_STATEMENTS, blocks, call_name, jumps
 from jit.code.synthesis.mutate.unit import Unit
 
 MAX_UNROLL = 4
@@ -172,7 +172,7 @@ def roll(unit: Unit, rng: random.Random) -> str | None:
         start = consts[p].value
         var_node = ast.Name(var, ast.Load())
         replacement = var_node if start == 0 else ast.BinOp(var_node, ast.Add(), ast.Constant(start))
-        _swap(stmt, consts[p], replacement)
+        replace_node(stmt, consts[p], replacement)
     loop = ast.For(ast.Name(var, ast.Store()), ast.parse(f"range({length})", mode="eval").body, [stmt], [])
     for old in body[at + 1 : at + length]:
         unit.notes.forget(old)
@@ -185,12 +185,3 @@ def roll(unit: Unit, rng: random.Random) -> str | None:
     return f"roll:{length}"
 
 
-def _swap(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field, new)
-                return
-            if isinstance(value, list) and any(v is old for v in value):
-                value[[i for i, v in enumerate(value) if v is old][0]] = new
-                return
