@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds["real_code_figures"] = round(time.perf_counter() - t0, 2)
 
     if args.dataset is not None:
-        from jit.code.analysis.summary import StatsError, read_records
+        from jit.code.analysis.summary import StatsError
+        from jit.code.commands.stats import read_records
 
         t0 = time.perf_counter()
         try:

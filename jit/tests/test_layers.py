@@ -117,3 +117,17 @@ def test_the_reader_sees_in_function_imports(tmp_path):
     sample = tmp_path / "m.py"
     sample.write_text("def f():\n    from jit.code.engine import writers\n    import warp as wp\n")
     assert imports(sample, {"jit.code.engine.writers"}) == {"jit.code.engine.writers", "warp"}
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "jit" / "benchmarks").glob("*.py")))
+def test_benchmark_scripts_import_names_that_exist(script):
+    """Benchmarks run by hand sit above the package: a name they import must still be where they look."""
+    import importlib
+
+    tree = ast.parse((ROOT / "jit" / "benchmarks" / script).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jit.code"):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), \
+                    f"{script}: from {node.module} import {alias.name}"
