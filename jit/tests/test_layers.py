@@ -123,6 +123,7 @@ def test_the_reader_sees_in_function_imports(tmp_path):
 def test_benchmark_scripts_import_names_that_exist(script):
     """Benchmarks run by hand sit above the package: a name they import must still be where they look."""
     import importlib
+    import importlib.util
 
     tree = ast.parse((ROOT / "jit" / "benchmarks" / script).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
