@@ -29,6 +29,12 @@ SOURCE = "composed"
 
 PARTICLE_FORCES = ["linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force",
                    "ground_penalty_force"]
+
+
+def one_drag(forces: list[str]) -> list[str]:
+    """At most one drag law: two share the drag coefficient and would count the drag twice."""
+    drags = [f for f in forces if f.endswith("_drag")]
+    return [f for f in forces if not f.endswith("_drag") or f == drags[0]]
 INTEGRATORS = ["symplectic_euler", "explicit_euler", "verlet_kick_drift"]
 
 
@@ -56,7 +62,7 @@ def integrate_particles(rng, name, suffix, complexity):
         w.add(f"for _ in range({steps}):")
         w.depth += 1
         d.differentiable = False  # a loop of a run-time count: no gradient check
-    forces = pick_weighted(rng, PARTICLE_FORCES, rng.choice((0, 1, 1, 2, 2, 3)))
+    forces = one_drag(pick_weighted(rng, PARTICLE_FORCES, rng.choice((0, 1, 1, 2, 2, 3))))
     terms, phrases = [], []
     if rng.random() < 0.35:
         f_ext = d.array(("f_ext", "external_forces", "forces"), "vec", lo=-1.0, hi=1.0)
@@ -313,7 +319,7 @@ def pbd_update(rng, name, suffix, complexity):
         pred = d.array(("predicted", "x_pred", "p"), "vec", "out")
         d.gather_here()
         x, v = state.read("x"), state.read("v")
-        forces = pick_weighted(rng, PARTICLE_FORCES[:-1], rng.choice((0, 1, 1, 2)))
+        forces = one_drag(pick_weighted(rng, PARTICLE_FORCES[:-1], rng.choice((0, 1, 1, 2))))
         if forces:
             f = total(d, [d.use(name_, x=x, v=v)["f"] for name_ in forces], ("f", "force", "f_total"))
             a = d.use(rng.choice(("acceleration_from_inverse_mass", "acceleration_from_mass")), f=f)["a"]

@@ -146,7 +146,9 @@ def _average(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         cond, mean = "wsum > 0.0", "vsum / wsum"
     else:
         p.add("vsum = wp.vec3()", "count = int(0)")
-        body = [f"vsum += {v}[index]", "count += 1"]
+        # the query returns every point of the cells the radius touches: keep those within it
+        body = [f"if wp.length_sq(xi - {x}[index]) < {radius} * {radius}:", f"{INDENT}vsum += {v}[index]",
+                f"{INDENT}count += 1"]
         cond, mean = "count > 0", "vsum / float(count)"
     neighbour_loop(p, grid, x, radius, body)
     out = p.array(rng.choice(("v_out", "smoothed_v")), T.VEC3F, "out")
