@@ -392,13 +392,15 @@ def cast_rays(rng, name, suffix, complexity):
             w.depth -= 1
             named.append("a list of spheres")
         else:
-            t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_best)["t"]
-            if t != t_best and best is not None:
-                with w.block(f"if {t} < {t_best}"):  # a nearer plane or box hides the spheres behind it
+            if best is not None:  # its own distance first: a nearer plane or box hides the spheres behind it
+                t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_max)["t"]
+                with w.block(f"if {t} < {t_best}"):
                     w.rebind(t_best, t)
                     w.rebind(best, "-1")
-            elif t != t_best:
-                w.rebind(t_best, t)
+            else:
+                t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_best)["t"]
+                if t != t_best:
+                    w.rebind(t_best, t)
             named.append("a ground plane" if shape == "ground" else "an axis-aligned box")
     d.differentiable = False  # nearest-hit selection jumps between shapes
     depth = d.array(("depth", "hit_distance", "t_out"), "scalar", "out")
