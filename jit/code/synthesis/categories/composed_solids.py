@@ -1,10 +1,6 @@
 """Composed kernels over rigid bodies, small matrices, elastic elements, rays and meshes.
 
-Each category is a job people write Warp kernels for: it picks its index space, gathers the
-item's data, wires one to several pieces (``jit.code.synthesis.pieces``) by data flow and stores
-or scatters the results, varied the ways real projects vary (precision, 2D or 3D, layouts,
-``@wp.struct`` parameters, ``@wp.func`` helpers, count guards). The kernel's docstring and
-``meta["record"]["purpose"]`` say what it does, composed from what its pieces say.
+A job is composed from pieces as ``composed_particles`` describes.
 """
 
 from __future__ import annotations
