@@ -20,6 +20,7 @@ import warp as wp
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis.categories import patterns as P
+from jit.code.synthesis.categories import patterns_fluids as F
 from jit.code.synthesis.categories import patterns_geometry as Geo
 from jit.code.synthesis.categories import patterns_grid as G
 from jit.code.synthesis.categories import patterns_solid as S
@@ -227,8 +228,8 @@ def test_internal_forces_sum_to_zero(known, which):
 # known answers for the physics the families once got wrong; built from the pattern modules
 # directly (another source may register a category of the same name)
 
-FAMILIES = {"particle_integration": P.particle_integration, "spring_forces": P.spring_forces, "sph": P.sph,
-            "atomic_reduction": P.atomic_reduction, "grid_stencil": G.grid_stencil, "advection": G.advection,
+FAMILIES = {"particle_integration": P.particle_integration, "spring_forces": P.spring_forces, "sph": F.sph,
+            "atomic_reduction": F.atomic_reduction, "grid_stencil": G.grid_stencil, "advection": G.advection,
             "ray_cast": G.ray_cast, "dense_linalg": S.dense_linalg, "rigid_body": S.rigid_body,
             "fem_elements": S.fem_elements, "cloth": S.cloth, "grid_neighbors": Geo.grid_neighbors,
             "mesh_queries": Geo.mesh_queries}

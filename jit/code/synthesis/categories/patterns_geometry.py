@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.registry import register
-from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern, loop_body, poly6
+from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern
+from jit.code.synthesis.categories.patterns_fluids import loop_body, poly6
 
 GRID = "a wp.HashGrid built over the positions array"
 
