@@ -1,9 +1,10 @@
 """The compile check: a batch of records' code compiles for every device it has code for.
 
-During a run (``validate_batch``) the batch's own Warp module is compiled; for a dataset on disk
-(``compile_rebuilt``) each record is rebuilt from its python_source alone, many to a module but
-never two that define the same name, and compiled: CPU with Warp's clang, CUDA with NVRTC to PTX
-(no GPU needed). What it leaves out: running kernels (``execute``) and the command line.
+Live kernels (generated and extracted ones) are compiled in their own Warp modules; records that
+only have text (traced kernels, a dataset on disk: ``compile_rebuilt``) are rebuilt from their
+python_source alone, many to a module but never two that could clash, and compiled: CPU with
+Warp's clang, CUDA with NVRTC to PTX (no GPU needed). What it leaves out: running kernels
+(``execute``) and the command line.
 """
 
 from __future__ import annotations
@@ -93,10 +94,8 @@ def _compile_text(run, records: dict) -> dict[str, str]:
         elif record.validation.get(run.devices[0]) != "compiled":
             failed[key] = "not self-contained and not compiled in the program"
     by_id = {r.id: k for k, r in rebuild.items()}
-    for arch in run.archs:
-        todo = [r.to_dict() for k, r in rebuild.items() if k not in failed]
-        for rid, reason in compile_rebuilt(todo, arch).items():
-            failed[by_id[rid]] = reason.split(":")[0][:80] if rid in by_id else reason
+    for rid, reason in compile_rebuilt([r.to_dict() for r in rebuild.values()], run.archs).items():
+        failed[by_id[rid]] = reason.split(":")[0][:80]
     return failed
 
 
@@ -118,11 +117,12 @@ def launch_block_dim(record) -> int | None:
     return None
 
 
-def compile_rebuilt(records: list[dict], arch: int = 90, tag: str = "") -> dict[str, str]:
-    """Rebuild records from their python_source alone and compile them; id -> reason for the bad.
+def compile_rebuilt(records: list[dict], archs: tuple[int, ...] = (90,), tag: str = "") -> dict[str, str]:
+    """Rebuild records from their python_source alone and compile them (the CPU once, CUDA for each
+    arch); id -> reason for the bad.
 
     Records are compiled many to a module (Warp compiles a module once per launch block_dim, so
-    they are grouped by it), never two that could clash in one translation unit (``_batches``).
+    they are grouped by it), never two that could clash in one translation unit (``rebuild.batches``).
     A record that fails in company is compiled again alone, so the verdict is the record's own:
     the one the run that wrote it gave.
     """
@@ -132,16 +132,17 @@ def compile_rebuilt(records: list[dict], arch: int = 90, tag: str = "") -> dict[
     out: dict[str, str] = {}
     for block_dim, group in sorted(groups.items(), key=lambda g: g[0] or 0):
         for i, batch in enumerate(batches(group, BATCH)):
-            bad = _compile_records(batch, arch, f"{tag}{block_dim}_{i}", block_dim)
+            bad = _compile_records(batch, archs, f"{tag}{block_dim}_{i}", block_dim)
             if len(batch) > 1 and bad:
                 for j, r in enumerate(r for r in batch if r["id"] in bad):
                     bad.pop(r["id"])
-                    bad.update(_compile_records([r], arch, f"{tag}{block_dim}_{i}_{j}", block_dim))
+                    bad.update(_compile_records([r], archs, f"{tag}{block_dim}_{i}_{j}", block_dim))
             out.update(bad)
     return out
 
 
-def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | None = None) -> dict[str, str]:
+def _compile_records(records: list[dict], archs: tuple[int, ...], tag: str,
+                     block_dim: int | None = None) -> dict[str, str]:
     """Rebuild records from python_source alone (one module) and compile; id -> reason."""
     from jit.code.extraction import warp_backend as wb
     from jit.code.extraction.compile import compile_batch
@@ -166,7 +167,7 @@ def _compile_records(records: list[dict], arch: int, tag: str, block_dim: int | 
     try:
         kernels = [_concrete(handle.namespace[r["kernel_name"]]) for r in kept]
         by_key = {k.key: r["id"] for k, r in zip(kernels, kept)}
-        for device in ("cpu", "cuda"):
+        for device, arch in [("cpu", archs[0]), *(("cuda", a) for a in archs)]:
             todo = [k for k, r in zip(kernels, kept) if r.get(f"{device}_forward") and by_key[k.key] not in out]
             if not todo:
                 continue

@@ -59,7 +59,7 @@ def check_dataset(folder: str, compile_code: bool = True, arch: int = 90,
         rebuildable = [r for r in good if (r.get("metadata") or {}).get("self_contained") is not False]
         if notes is not None:
             notes["not self-contained"] += len(good) - len(rebuildable)
-        for rid, reason in compile_rebuilt(rebuildable, arch).items():
+        for rid, reason in compile_rebuilt(rebuildable, (arch,)).items():
             report(reason, rid)
     replay = [r for r in good if r.get("io")]
     if replay:
