@@ -59,11 +59,19 @@ def seed_record(seed: M.Seed) -> dict:
     }
 
 
-# how a mutation changes what a reader is told (renames, hoists and reorders change nothing)
-CHANGES = {"precision": "in {0}", "width": "on {0} vectors", "layout": "with its data in separate arrays",
-           "flatten": "on a flattened grid", "guard": "guarded by a count of items", "unroll": "with its loop unrolled",
-           "roll": "with its repeated steps rolled into a loop", "extract_func": "with a step moved into a @wp.func",
-           "inline_func": "with its helper inlined"}
+# how a mutation changes what a reader is told, from its kind and detail (renames, hoists and
+# reorders change nothing)
+def change(kind: str, detail: str) -> str | None:
+    if kind == "precision":
+        return f"in {detail}"
+    if kind == "width":
+        return f"on {detail.split('->')[-1]} vectors"
+    if kind == "layout":
+        return "with its vector and struct data in separate arrays" if detail.startswith("split") else \
+            "with its read-only arrays packed into one array of structs"
+    return {"flatten": "on a flattened grid", "guard": "guarded by a count of items",
+            "unroll": "with its loop unrolled", "roll": "with its repeated steps rolled into a loop",
+            "extract_func": "with a step moved into a @wp.func", "inline_func": "with its helper inlined"}.get(kind)
 
 
 def purpose(mutant: M.Mutant, seed: M.Seed) -> str:
@@ -74,9 +82,9 @@ def purpose(mutant: M.Mutant, seed: M.Seed) -> str:
         return said
     changes = []
     for applied in mutant.applied:
-        kind, _, detail = applied.partition(":")
-        if kind in CHANGES and CHANGES[kind].format(detail) not in changes:
-            changes.append(CHANGES[kind].format(detail))
+        said = change(*applied.partition(":")[::2])
+        if said and said not in changes:
+            changes.append(said)
     how = (", " + ", ".join(changes)) if changes else ""
     return f"Computes what `{seed.name}` of Warp's {seed.path} computes{how}."
 

@@ -176,7 +176,7 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
                     sites += [
                         (body, at, stmt, node, index)
                         for node, index in hoistable(part, names)
-                        if node is not whole and id(node) not in unit.touched
+                        if node is not whole and id(node) not in unit.touched and not named_later(body, at, node)
                     ]
     if not sites:
         return None
@@ -194,17 +194,27 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
     return f"hoist:{name}"
 
 
+def named_later(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
+    """A later statement of the block already gives the value a name: hoisting it again would
+    read it twice under two names."""
+    text = ast.dump(node)
+    return any(isinstance(s, ast.Assign) and ast.dump(s.value) == text for s in body[at + 1:])
+
+
 def reuse(body: list[ast.stmt], start: int, value: ast.expr, name: str) -> None:
     """Read ``name`` instead of computing ``value`` again in the statements from ``start``, as
     long as none of them writes what ``value`` reads (a person hoists a value once)."""
     text = ast.dump(value)
     reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     for stmt in body[start:]:
+        # a statement that assigns exactly the value keeps it: reading the name there would only make
+        # an alias (``x_i = xi``)
+        whole = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
         for part in expression_parts(stmt):
             for node, _ in list(hoistable(part, set())) + [
                 (n, False) for n in ast.walk(part) if isinstance(n, ast.Subscript)
             ]:
-                if ast.dump(node) == text and not under_short_circuit(part, node):
+                if node is not whole and ast.dump(node) == text and not under_short_circuit(part, node):
                     replace_node(stmt, node, ast.Name(name, ast.Load()))
         if not isinstance(stmt, SIMPLE_STATEMENTS) or effects(stmt).writes & (reads | {name}) or effects(stmt).impure:
             return

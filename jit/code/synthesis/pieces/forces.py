@@ -75,8 +75,9 @@ def edge_geometry(w: Writer, x_i, x_j):
     if w.coin(0.7):
         w.comment("coincident particles have no direction: leave it zero rather than divide by zero")
         direction = w.let(("n", "direction", "e_ij"), f"{d} / wp.max({length}, {w.lit(EPS)})")
-    else:
-        direction = w.let(("n", "direction", "e_ij"), f"wp.normalize({d})")
+    else:  # one division, shared by every component (wp.normalize would take the length again)
+        inv = w.let(("inv_length", "l_inv"), f"{w.lit(1.0)} / wp.max({length}, {w.lit(EPS)})")
+        direction = w.let(("n", "direction", "e_ij"), f"{d} * {inv}")
     return {"length": length, "n": direction}
 
 
