@@ -3,7 +3,10 @@ values for them, the io format, and launching on a device.
 
 An io value is ``{"dtype": <Warp type name>, "shape": [...], "data": nested list}`` for an array
 and ``{"dtype": ..., "data": value, list or {field: value}}`` for a scalar, vector or struct.
-What it leaves out: deciding what a run keeps (``execute``) and gradients (``gradient``).
+A ``wp.uint64`` handle of a runtime object carries the recipe it is built from instead of a
+value (``{"dtype": "uint64", "build": {...}}``, see ``objects``): the object is built at each
+launch, so an io example replays anywhere. What it leaves out: deciding what a run keeps
+(``execute``) and gradients (``gradient``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import warp as wp
+
+from jit.code.checks import objects
 
 
 # CPU/CUDA agreement: per element within tolerance; a few elements may flip at a branch or a
@@ -41,6 +46,7 @@ class Arg:
     role: str = "in"  # in | out | inout
     shape: tuple[int, ...] = ()
     range: tuple[float, float] = (-2.0, 2.0)
+    build: dict | None = None  # a runtime object's recipe (``objects``): the argument is its handle
 
     @property
     def is_array(self) -> bool:
@@ -85,7 +91,7 @@ def plan_from_metadata(kernel, metadata: dict) -> Plan:
     launch = metadata.get("launch")
     if not launch:
         raise NotRunnable("no launch description")
-    if not launch.get("runnable", True) or metadata.get("needs_runtime_objects"):
+    if not launch.get("runnable", True):
         raise NotRunnable(launch.get("reason") or metadata.get("needs_runtime_objects_reason")
                           or "needs runtime objects")
     described = {a["name"]: a for a in launch.get("args", [])}
@@ -94,12 +100,22 @@ def plan_from_metadata(kernel, metadata: dict) -> Plan:
         info = described.get(name)
         if info is None:
             raise NotRunnable(f"argument {name} is not described")
-        if info.get("kind") == "handle":
+        if info.get("kind") == "handle" and not info.get("build"):
             raise NotRunnable(f"argument {name} is a runtime object handle")
         _check_type(name, t)
         shape = tuple(info.get("shape") or launch["dim"][: getattr(t, "ndim", 0)])
-        args.append(Arg(name, t, info.get("role", "in"), shape, tuple(info.get("range") or (-2.0, 2.0))))
+        args.append(Arg(name, t, info.get("role", "in"), shape, tuple(info.get("range") or (-2.0, 2.0)),
+                        _recipe(name, info.get("build"), described)))
     return Plan(list(launch["dim"]), launch.get("block_dim"), args)
+
+
+def _recipe(name: str, build: dict | None, described: dict) -> dict | None:
+    if build is None:
+        return None
+    problem = objects.problem(build, described)
+    if problem:
+        raise NotRunnable(f"argument {name}: {problem}")
+    return build
 
 
 def plan_from_io(kernel, io: dict) -> Plan:
@@ -110,7 +126,9 @@ def plan_from_io(kernel, io: dict) -> Plan:
             raise NotRunnable(f"io has no input {name}")
         _check_type(name, t)
         role = "out" if name in io["outputs"] else "in"
-        args.append(Arg(name, t, role, tuple(io["inputs"][name].get("shape", ()))))
+        spec = io["inputs"][name]
+        args.append(Arg(name, t, role, tuple(spec.get("shape", ())),
+                        build=_recipe(name, spec.get("build"), io["inputs"])))
     return Plan(list(io["dim"]), io.get("block_dim"), args)
 
 
@@ -183,10 +201,14 @@ def _unit(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def random_values(plan: Plan, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Seeded values of every argument (a handle's value is a placeholder: its object is built at launch)."""
     out = {}
     for a in plan.args:
         shape = a.shape if a.is_array else ()
-        out[a.name] = zeros(a.dtype, shape) if a.role == "out" else random_value(rng, a.dtype, shape, *a.range)
+        if a.build is not None:
+            out[a.name] = np.zeros((), np.uint64)
+        else:
+            out[a.name] = zeros(a.dtype, shape) if a.role == "out" else random_value(rng, a.dtype, shape, *a.range)
     return out
 
 
@@ -222,6 +244,9 @@ def _data(value: np.ndarray):
 
 def encode(arg: Arg, value: np.ndarray) -> dict:
     spec: dict[str, Any] = {"dtype": type_name(arg.dtype)}
+    if arg.build is not None:
+        spec["build"] = arg.build
+        return spec
     if arg.is_array:
         spec["shape"] = list(arg.shape)
     spec["data"] = _data(value)
@@ -229,6 +254,8 @@ def encode(arg: Arg, value: np.ndarray) -> dict:
 
 
 def decode(arg: Arg, spec: dict) -> np.ndarray:
+    if arg.build is not None:
+        return np.zeros((), np.uint64)
     return _decode(arg.dtype, spec["data"], tuple(spec.get("shape", ())) if arg.is_array else ())
 
 
@@ -246,9 +273,14 @@ def _decode(t, data, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def launch(kernel, plan: Plan, values: dict, device: str, requires_grad=frozenset()) -> dict[str, Any]:
-    """Launch once with fresh copies of ``values``; returns the Warp arguments by name."""
-    bound = {a.name: to_warp(a, values[a.name], device, a.name in requires_grad) for a in plan.args}
-    inputs = [bound[a.name] for a in plan.args]
+    """Launch once with fresh copies of ``values``; returns the Warp arguments by name (a handle's
+    entry is its runtime object, built after the arrays it is built from)."""
+    bound = {a.name: to_warp(a, values[a.name], device, a.name in requires_grad) for a in plan.args
+             if a.build is None}
+    for a in plan.args:
+        if a.build is not None:
+            bound[a.name] = objects.build(a.build, bound, device)
+    inputs = [bound[a.name].id if a.build is not None else bound[a.name] for a in plan.args]
     if plan.block_dim:
         wp.launch_tiled(kernel, dim=plan.dim, inputs=inputs, block_dim=plan.block_dim, device=device)
     else:

@@ -118,11 +118,14 @@ def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: in
              complexity) -> dict:
     needs = bool(kb.meta.get("needs_runtime_objects"))
     reason = kb.meta.get("reason")
+    recipes = kb.meta.get("objects", {})  # handle name -> how its runtime object is built
+    handles = [p.name for p in kb.params if p.kind == "handle"]
+    built = bool(handles) and all(h in recipes for h in handles)
     launch = {
         "dim": list(kb.dims),
-        "args": [arg_info(p, kb.dims) for p in kb.params],
-        "runnable": not needs,
-        "reason": reason,
+        "args": [arg_info(p, kb.dims, recipes.get(p.name)) for p in kb.params],
+        "runnable": not needs or built,
+        "reason": None if built else reason,
     }
     if kb.block_dim is not None:
         launch["block_dim"] = kb.block_dim
@@ -155,7 +158,7 @@ def metadata(kb: KernelBuilder, source: str, category: str, seed: int, index: in
     return meta
 
 
-def arg_info(p: Param, dims: list[int]) -> dict:
+def arg_info(p: Param, dims: list[int], build: dict | None = None) -> dict:
     info = {"name": p.name, "kind": p.kind, "dtype": p.dtype.name, "role": p.role}
     if p.kind == "array":
         info["shape"] = list(p.shape) if p.shape is not None else list(dims[: p.ndim])
@@ -163,6 +166,8 @@ def arg_info(p: Param, dims: list[int]) -> dict:
     if p.dtype.kind == "uint" or p.dtype.scalar == "uint32":
         lo = max(0.0, lo)
     info["range"] = [lo, hi]
+    if build:
+        info["build"] = dict(build)
     if p.dtype.kind == "struct":
         info["fields"] = struct_fields(p.dtype)
     return info
