@@ -287,3 +287,20 @@ def test_census_counts_a_known_file(tmp_path):
     assert table["statements"] == {"Assign": 2, "If": 1}
     assert table["dtypes"] == {"vec3": 1, "float": 1} and table["array_ndim"] == {"2": 1, "1": 1}
     assert table["params_per_kernel"] == {"3": 1} and table["idioms"]["If>Compare"] == 1
+
+
+def test_cached_values_are_computed_once_and_read_back(tmp_path, monkeypatch):
+    from jit.code.analysis import cache
+
+    monkeypatch.setenv("JIT_SYNTH_CACHE", str(tmp_path))
+    calls = []
+
+    def make():
+        calls.append(1)
+        return realism.profile(["import warp as wp\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    a[0] = 1.0\n"])
+
+    first = cache.cached("profile", "abc", make)
+    second = cache.cached("profile", "abc", make)
+    assert len(calls) == 1 and second == first and second.kernels == 1
+    assert cache.cached("profile", "other", make) == first and len(calls) == 2  # another key computes again
+    assert cache.key(realism) != cache.key(realism, cache)  # the modules' text is in the key

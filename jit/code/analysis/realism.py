@@ -171,10 +171,14 @@ def profile(sources: Iterable[str]) -> Profile:
 
 @functools.cache
 def measure_profile() -> Profile:
-    """The profile of the measure half of the reference kernels (computed once per process)."""
-    from jit.code.analysis import reference
+    """The profile of the measure half of the reference kernels (computed once per Warp version
+    and version of this code, then read from the disk cache)."""
+    import sys
 
-    return profile(k.source for k in reference.kernels("measure"))
+    from jit.code.analysis import cache, reference, tokens
+
+    return cache.cached("realism-measure", cache.key(sys.modules[__name__], reference, tokens),
+                        lambda: profile(k.source for k in reference.kernels("measure")))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,9 +8,12 @@ constants as an author would, ``1.0e-6``).
 
 from __future__ import annotations
 
+import collections
 import functools
 
 LINE_LENGTH = 120
+_RECENT = 64  # formatted texts remembered: black's output is a fixed point, formatting it again is waste
+_formatted: collections.OrderedDict[str, None] = collections.OrderedDict()
 
 
 @functools.cache
@@ -24,7 +27,13 @@ def format_source(source: str) -> str:
     """``source`` formatted by black; unchanged when black cannot parse it (the build reports that)."""
     import black
 
+    if source in _formatted:  # a builder formatted it already (composed kernels are formatted to read)
+        return source
     try:
-        return black.format_str(source, mode=_mode())
+        out = black.format_str(source, mode=_mode())
     except (black.InvalidInput, ValueError):
         return source
+    _formatted[out] = None
+    if len(_formatted) > _RECENT:
+        _formatted.popitem(last=False)
+    return out
