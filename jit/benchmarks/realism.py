@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 from jit.benchmarks.generator_quality import canonical
 from jit.code.analysis import realism
 from jit.code.analysis import reference
+from jit.code.analysis.tokens import norm_tokens, shingles
 from jit.code.synthesis.generator import called_builtins, generate
 
 
@@ -57,7 +59,34 @@ def diversity(texts: list[str]) -> dict:
     builtins = {b for t in texts for b in called_builtins(t)}
     return {"distinct_sources_ratio": round(len({canonical(t) for t in texts}) / n, 4),
             "distinct_structure_ratio": round(len({canonical(t, erase_literals=True) for t in texts}) / n, 4),
-            "distinct_builtins": len(builtins)}
+            "distinct_builtins": len(builtins),
+            "near_duplicate_kernels_j90": round(near_duplicate_share(texts, NEAR_DUPLICATE) / n, 4)}
+
+
+NEAR_DUPLICATE = 0.9  # exact Jaccard of normalised token 4-grams
+
+
+def near_duplicate_share(texts: list[str], threshold: float) -> int:
+    """How many of ``texts`` have another text at exact Jaccard >= ``threshold`` (normalised 4-grams).
+
+    Prefix filtering finds the candidates: ordered rarest first, two sets at Jaccard >= t share
+    one of the first ``|A| - ceil(t |A|) + 1`` shingles of either; candidates are then compared exactly.
+    """
+    sets = [frozenset(shingles(norm_tokens(t), 4)) for t in texts]
+    df = collections.Counter(sh for s in sets for sh in s)
+    index: dict[str, list[int]] = collections.defaultdict(list)
+    flagged = set()
+    for i, s in enumerate(sets):
+        prefix = sorted(s, key=lambda sh: (df[sh], sh))[: len(s) - math.ceil(threshold * len(s)) + 1]
+        candidates = {j for sh in prefix for j in index[sh]}
+        for j in candidates:
+            other = sets[j]
+            if min(len(s), len(other)) >= threshold * max(len(s), len(other)) and \
+                    len(s & other) >= threshold * len(s | other):
+                flagged.update((i, j))
+        for sh in prefix:
+            index[sh].append(i)
+    return len(flagged)
 
 
 def render(report: dict) -> str:
@@ -113,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"realism: error: {exc}", file=sys.stderr)
             return 2
         report["measured_label"] = "dataset"
+        report["diversity"] = diversity([r.get("python_source") or "" for r in read_records(args.dataset)])
         seconds["dataset_figures"] = round(time.perf_counter() - t0, 2)
     else:
         report.update(seed=args.seed, count=args.count, sources=args.sources, measured_label="generated")

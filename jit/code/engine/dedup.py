@@ -5,6 +5,11 @@ set of ``SHINGLE``-grams of its normalised token stream (``tokens.norm_tokens``)
 that differ only in names, constants and layout have the same signature. Two sources are
 near-duplicates when the signatures' Jaccard estimate is at least the threshold.
 
+A MinHash estimate of 128 permutations has a standard error of about 0.027 at J = 0.9, so deciding
+on ``estimate >= threshold`` would keep about half of the pairs at the threshold. The index decides
+on ``estimate >= threshold - MARGIN standard errors`` instead (``decision``): a pair at or above the
+threshold is dropped with probability about 0.98, and pairs a little below it are dropped too.
+
 ``NearDuplicates`` holds the signatures of kept sources: ``find`` names a kept source that a new
 signature nearly duplicates, ``add`` keeps one, ``remove`` forgets one. The index proposes
 candidates with MinHash LSH and decides with the estimate; its answers depend only on what was
@@ -21,6 +26,7 @@ near-duplicate (the caller decides).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Hashable
 
 import numpy as np
@@ -38,6 +44,7 @@ DEFAULT_THRESHOLD = 0.9
 # LSH bands are chosen so that a pair right at the threshold is a candidate with probability at
 # least 1 - MISS (datasketch's own optimum misses about two in three pairs at J = 0.9).
 MISS = 0.01
+MARGIN = 2.0  # standard errors of the estimate below the threshold at which a pair counts as near
 
 
 def shingle_set(source: str) -> set[str]:
@@ -63,6 +70,11 @@ def from_hashvalues(values: np.ndarray) -> LeanMinHash:
     return LeanMinHash(seed=SEED, hashvalues=values, scheme=SCHEME)
 
 
+def decision(threshold: float, num_perm: int = NUM_PERM) -> float:
+    """The estimate at or above which a pair is near at ``threshold`` (``MARGIN`` standard errors lower)."""
+    return max(0.0, threshold - MARGIN * math.sqrt(threshold * (1.0 - threshold) / num_perm))
+
+
 def bands(threshold: float, num_perm: int = NUM_PERM) -> tuple[int, int]:
     """(bands, rows per band) for MinHashLSH: the most rows (fewest chance candidates) that still
     make a pair at ``threshold`` a candidate with probability at least ``1 - MISS``."""
@@ -75,13 +87,14 @@ def bands(threshold: float, num_perm: int = NUM_PERM) -> tuple[int, int]:
 
 class NearDuplicates:
     """Signatures of kept sources, by key; a new signature is a near-duplicate of a kept one when
-    their Jaccard estimate is at least ``threshold``."""
+    their Jaccard estimate is at least ``decision(threshold)``."""
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD):
         if not 0 < threshold <= 1:
             raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold}")
         self.threshold = threshold
-        self._lsh = MinHashLSH(num_perm=NUM_PERM, params=bands(threshold))
+        self.decides_at = decision(threshold)
+        self._lsh = MinHashLSH(num_perm=NUM_PERM, params=bands(self.decides_at))
         self._kept: dict[Hashable, tuple[int, LeanMinHash]] = {}  # key -> (order added, signature)
         self._added = 0
 
@@ -100,7 +113,7 @@ class NearDuplicates:
         best = None
         for key in self._lsh.query(sig):
             order, kept = self._kept[key]
-            if kept.jaccard(sig) >= self.threshold and (best is None or order < best[0]):
+            if kept.jaccard(sig) >= self.decides_at and (best is None or order < best[0]):
                 best = (order, key)
         return None if best is None else best[1]
 
