@@ -8,7 +8,7 @@ implies, carried through the mutations: grid, and per parameter its shape, value
 role, in the form every builder gives ``metadata["launch"]``, so the execute check runs
 mutants like any other kernel. A seed that needs a mesh, hash grid, BVH or volume gives
 mutants marked ``needs_runtime_objects`` with the reason. ``purpose`` is the seed author's
-docstring, when there is one. What it leaves out: ``complexity`` (a mutant is as large as its
+docstring, when there is one, else what the kernel's name and launch say it computes. What it leaves out: ``complexity`` (a mutant is as large as its
 seed).
 """
 
@@ -66,27 +66,80 @@ def change(kind: str, detail: str) -> str | None:
         return f"in {detail}"
     if kind == "width":
         return f"on {detail.split('->')[-1]} vectors"
-    if kind == "layout":
-        return "with its vector and struct data in separate arrays" if detail.startswith("split") else \
-            "with its read-only arrays packed into one array of structs"
-    return {"flatten": "on a flattened grid", "guard": "guarded by a count of items",
-            "unroll": "with its loop unrolled", "roll": "with its repeated steps rolled into a loop",
-            "extract_func": "with a step moved into a @wp.func", "inline_func": "with its helper inlined"}.get(kind)
+    return None
+
+
+MIN_COMMENT_WORDS = 5  # a shorter leading comment names the first line ("output tile index")
+ACRONYMS = {"bsr", "csr", "sph", "fft", "cfl", "bvh", "fem", "pic", "apic", "mpm", "sdf", "rgb", "aabb", "nccl", "fdtd"}
+MAX_LISTED = 4
+
+
+def authored(mutant: M.Mutant) -> str | None:
+    """What the seed's author said the kernel does: its docstring, or a leading comment long
+    enough to be about the kernel rather than its first line."""
+    said = purpose_of(mutant.source, mutant.kernel_name)
+    if not said:
+        return None
+    kernel = mutant.unit.kernel
+    if ast.get_docstring(kernel) or len(said.split()) >= MIN_COMMENT_WORDS:
+        return said
+    return None
+
+
+def listed(names: list[str]) -> str:
+    quoted = [f"`{n}`" for n in names[:MAX_LISTED]]
+    if len(names) > MAX_LISTED:
+        return ", ".join(quoted) + f" and {len(names) - MAX_LISTED} more"
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def title(name: str, suffix: str) -> str:
+    """``_compute_environment_spans_1a2b`` -> ``Compute environment spans``."""
+    stem = name.removesuffix(f"_{suffix}") if suffix else name
+    words = [w for w in stem.strip("_").split("_") if w]
+    words = [w.upper() if w.lower() in ACRONYMS else w for w in words]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
+def dataflow(mutant: M.Mutant) -> str:
+    """What the kernel writes and from what, read from its launch roles (``writes `spans` from
+    `cell_counts` and `min_x```)."""
+    args = [a for a in mutant.launch.args if not (a.origin and a.origin[0] == "count")]
+    outs = [a.name for a in args if a.role == "out"]
+    inouts = [a.name for a in args if a.role == "inout"]
+    ins = [a.name for a in args if a.role == "in"]
+    parts = []
+    if outs:
+        parts.append(f"writes {listed(outs)}")
+    if inouts:
+        parts.append(f"updates {listed(inouts)} in place")
+    said = " and ".join(parts)
+    if said and ins:
+        said += f" from {listed(ins)}"
+    return said
 
 
 def purpose(mutant: M.Mutant, seed: M.Seed) -> str:
-    """What the seed's author said the kernel does (its docstring or leading comment: a mutant does
-    the same), else which real kernel it computes as, and how it was changed."""
-    said = purpose_of(mutant.source, mutant.kernel_name)
+    """What the seed's author said the kernel does (its docstring or a leading comment: a mutant
+    does the same), else what its name and its launch say: ``Compute environment spans: writes
+    `spans` from `cell_counts`, `min_x`, `max_x` and 2 more``, and in which precision or width
+    when a mutation changed it."""
+    said = authored(mutant)
     if said:
         return said
     changes = []
     for applied in mutant.applied:
-        said = change(*applied.partition(":")[::2])
-        if said and said not in changes:
-            changes.append(said)
-    how = (", " + ", ".join(changes)) if changes else ""
-    return f"Computes what `{seed.name}` of Warp's {seed.path} computes{how}."
+        told = change(*applied.partition(":")[::2])
+        if told and told not in changes:
+            changes.append(told)
+    flow = dataflow(mutant) if mutant.launch.args else ""
+    text = title(mutant.kernel_name, mutant.unit.suffix)
+    if flow:
+        text += f": {flow}"
+    if changes:
+        text += ", " + ", ".join(changes)
+    return text + "."
 
 
 def nondeterministic(tree: ast.Module) -> bool:

@@ -1,7 +1,7 @@
 """Drawing and applying mutations: one mutant of one seed from one random source.
 
 A mutant draws a plan, each kind with its own chance, and applies it in a fixed order: types
-first (precision, vector width), then layout, index space, helper functions, loop forms and
+first (precision, vector width), then layout, a bounds guard, helper functions, loop forms and
 code motion, and renaming last, so that each kind sees the unit as the earlier ones left it.
 Then, until the mutant's normalised token 4-grams are less similar to its seed's than a target
 drawn per mutant (below ``MAX_SIMILARITY``), repeatable kinds are applied again. A seed that
@@ -48,7 +48,6 @@ MUTATIONS: dict[str, Kind] = {
     "precision": Kind(retype.precision, 0.35),
     "width": Kind(retype.width, 0.4),
     "layout": Kind(layout.layout, 0.5),
-    "flatten": Kind(index_space.flatten, 0.35),
     "guard": Kind(index_space.guard, 0.35),
     "inline_func": Kind(helpers.inline, 0.4),
     "extract_func": Kind(helpers.extract, 0.45, True),

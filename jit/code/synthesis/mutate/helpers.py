@@ -2,10 +2,11 @@
 
 - ``extract``: the value of ``name = <expr>`` (or ``name += <expr>``) becomes a function named
   for what it computes (``compute_pressure``), taking the expression's variables as parameters
-  typed from the unit's annotations and the values that flow into them (``types``);
-- ``inline``: a function whose body is one ``return <expr>`` is replaced at its call sites in the
-  kernel by that expression with the arguments put in; an argument that is not a plain name and
-  is used twice is computed once into a local first.
+  typed from the unit's annotations and the values that flow into them (``types``); only a
+  value whose name says what it is, computed by a few operations on two values or more;
+- ``inline``: a function whose body is one ``return <expr>``, called once, is replaced at its
+  call site in the kernel by that expression with the arguments put in; an argument that is
+  not a plain name and is used twice is computed once into a local first.
 
 Warp inlines functions when it generates code, so the arithmetic is the same either way. What it
 leaves out: functions of several statements (their locals would need renaming on the way in),
@@ -32,9 +33,16 @@ from jit.code.synthesis.mutate.syntax import (
 from jit.code.synthesis.mutate.types import annotation_of, local_types, type_of
 from jit.code.synthesis.mutate.unit import Unit
 
-MIN_NODES = 5  # an extracted expression has at least this many expression nodes
-NAME_FORMS = ("compute_{}", "eval_{}", "{}_value")
+MIN_OPERATIONS = 4  # arithmetic and calls (casts aside) an extracted expression has at least
+MIN_FREE = 2  # and the values it reads
+NAME_FORMS = ("compute_{}", "eval_{}")
 INCREMENT_FORMS = ("{}_term", "{}_contribution")  # for the value of ``name += <expr>``
+# locals whose name says how a value is held, not what it is: no helper can be named after them
+VAGUE = frozenset(
+    {"tmp", "temp", "val", "value", "values", "res", "result", "out", "output", "ret", "acc", "accum", "sum",
+     "total", "data", "x", "y", "z", "w", "t", "idx", "index", "offset", "count", "num"}
+)
+CASTS = frozenset({"float", "int", "float32", "float64", "float16", "int32", "int64", "uint32", "uint64", "bool"})
 
 
 def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
@@ -61,15 +69,31 @@ def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
             for n in ast.walk(value):
                 if isinstance(n, ast.Name) and n.id in local and n.id not in free:
                     free.append(n.id)
-            if free and all(types.get(n) is not None for n in free):
+            if all(types.get(n) is not None for n in free) and worth_a_function(target.id, value, free):
                 out.append((stmt, target.id, free))
     return out
 
 
+def worth_a_function(target: str, value: ast.expr, free: list[str]) -> bool:
+    """A helper a person would write: named after a value that says what it is (``stiffness``,
+    not ``v`` or ``tmp``), computing more than a line's worth (``height - v - 1`` is not)."""
+    stem = target.strip("_")
+    operations = sum(
+        isinstance(n, (ast.BinOp, ast.UnaryOp)) and not isinstance(getattr(n, "operand", None), ast.Constant)
+        or isinstance(n, ast.Call) and call_name(n).rsplit(".", 1)[-1] not in CASTS
+        for n in ast.walk(value)
+    )
+    return (
+        len(stem) >= 4
+        and stem.lower() not in VAGUE
+        and not stem[-1].isdigit()
+        and operations >= MIN_OPERATIONS
+        and len(free) >= MIN_FREE
+    )
+
+
 def extractable(value: ast.expr) -> bool:
     nodes = list(ast.walk(value))
-    if sum(isinstance(n, ast.expr) for n in nodes) < MIN_NODES:
-        return False
     for n in nodes:
         if isinstance(n, (ast.Subscript, ast.Attribute)) and wp_attr(n) is None:
             return False
@@ -153,8 +177,15 @@ def uses_every_parameter(fn: ast.FunctionDef, expr: ast.expr) -> bool:
 
 def inline(unit: Unit, rng: random.Random) -> str | None:
     candidates = one_liners(unit)
+    calls: dict[str, int] = {}
+    for c in ast.walk(unit.tree):
+        if isinstance(c, ast.Call):
+            calls[call_name(c)] = calls.get(call_name(c), 0) + 1
+    # a helper called from several places is a helper for a reason: inlining it would repeat it
     called = [
-        n for n in candidates if any(isinstance(c, ast.Call) and call_name(c) == n for c in ast.walk(unit.kernel))
+        n
+        for n in candidates
+        if calls.get(n) == 1 and any(isinstance(c, ast.Call) and call_name(c) == n for c in ast.walk(unit.kernel))
     ]
     if not called:
         return None
@@ -187,7 +218,7 @@ def inline_in(unit: Unit, rng: random.Random, body: list[ast.stmt], at: int, fn:
                 if plain(arg) or uses[p] <= 1:
                     bound[p] = arg
                 elif isinstance(stmt, SIMPLE_STATEMENTS) and not short_circuited(part, call):
-                    local = unit.fresh(rng, hoist_names(arg) if isinstance(arg, (ast.Call, ast.BinOp)) else (p,))
+                    local = unit.fresh(rng, (p,) if p not in unit.taken() else hoist_names(arg) or (p,))
                     body.insert(at + inserted, ast.Assign([ast.Name(local, ast.Store())], arg))
                     inserted += 1
                     bound[p] = ast.Name(local, ast.Load())

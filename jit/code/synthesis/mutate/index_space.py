@@ -1,15 +1,13 @@
-"""Mutations of the index space a kernel runs over: a bounds guard, and a flattened grid.
+"""The index space a kernel runs over: a bounds guard on a real count.
 
-- ``guard``: the launch is rounded up to a multiple of the block size, as CUDA-minded code
-  does, and the kernel returns early for threads past the real count: a new ``count: int``
-  parameter holding it, or ``arr.shape[0]`` of an array the thread index runs over.
-- ``flatten``: a 2D or 3D grid becomes a 1D one; the kernel recovers its indices from the flat
-  one (``i = tid // width``, ``j = tid % width``) with the extents read from an array's shape
-  or passed as parameters.
+``guard``: the launch is rounded up to a multiple of the block size, as CUDA-minded code does,
+and the kernel returns early for threads past the real count: a new ``count: int`` parameter
+holding it, or ``arr.shape[0]`` of an array the thread index runs over.
 
 Each thread of the seed's grid does the same work in the mutant, so outputs are equal. What it
-leaves out: tile kernels (their threads share tile operations: none may leave early, and the
-block's shape is the grid's).
+leaves out: tile kernels (their threads share tile operations: none may leave early), and
+flattening a 2D or 3D grid into a 1D one (real code launches the grid it means; a flat index
+split back with ``//`` and ``%`` reads as a machine's rewrite).
 """
 
 from __future__ import annotations
@@ -18,14 +16,12 @@ import ast
 import random
 
 from jit.code.synthesis.mutate.launch import Arg
+from jit.code.synthesis.mutate.names import singular
 from jit.code.synthesis.mutate.syntax import arrays, thread_index
 from jit.code.synthesis.mutate.unit import Unit
 
 BLOCK = 64
-COUNT_NAMES = ("num_points", "num_elements", "count", "n", "num_items", "size")
-FLAT_NAMES = ("tid", "index", "flat_index", "linear_index")
-EXTENT_NAMES = {1: ("width", "num_cols", "ncols"), 2: ("nz", "depth", "dim_z")}
-MIDDLE_NAMES = ("ny", "height", "dim_y")
+GENERIC_COUNTS = ("count", "n", "num_elements")
 
 
 def guarded(fn: ast.FunctionDef, name: str) -> bool:
@@ -54,6 +50,20 @@ def indexed_by(unit: Unit, index: str, size: int) -> list[str]:
     return out
 
 
+def count_names(unit: Unit, index: str, n: int) -> tuple[str, ...]:
+    """Names for the count of what the threads run over, from the arrays they index: ``points``
+    -> ``num_points``, ``particle_x`` -> ``num_particles``; else a plain ``count``."""
+    owners = []
+    for name in indexed_by(unit, index, n):
+        stem = name.strip("_")
+        head = stem.split("_", 1)[0] if "_" in stem else stem
+        if len(head) < 3 or not head.isalpha():
+            continue
+        plural = head if singular(head) != head else f"{head}es" if head.endswith(("s", "x", "sh", "ch")) else f"{head}s"
+        owners.append(f"num_{plural}")
+    return tuple(dict.fromkeys(owners)) or GENERIC_COUNTS
+
+
 def guard(unit: Unit, rng: random.Random) -> str | None:
     found = thread_index(unit.kernel)
     if unit.tiled or found is None or len(found[1]) != 1 or len(unit.launch.dim) != 1:
@@ -66,50 +76,10 @@ def guard(unit: Unit, rng: random.Random) -> str | None:
     if by_shape and rng.random() < 0.4:
         bound = f"{rng.choice(by_shape)}.shape[0]"
     else:
-        bound = unit.fresh(rng, COUNT_NAMES)
+        bound = unit.fresh(rng, count_names(unit, index, n))
         unit.add_param(bound, "int", Arg(bound, (), (float(n), float(n)), "in", ("count", 0)))
     node = ast.parse(f"if {index} >= {bound}:\n    return").body[0]
     unit.kernel.body.insert(at + 1, node)
     unit.touched.add(id(node))
     unit.launch.dim = [-(-n // BLOCK) * BLOCK]
     return f"guard:{bound}"
-
-
-def flatten(unit: Unit, rng: random.Random) -> str | None:
-    found = thread_index(unit.kernel)
-    if unit.tiled or found is None or len(found[1]) not in (2, 3) or len(unit.launch.dim) != len(found[1]):
-        return None
-    at, names = found
-    dims = list(unit.launch.dim)
-    extents = {axis: extent(unit, rng, axis, dims) for axis in range(1, len(dims))}
-    flat = unit.fresh(rng, FLAT_NAMES)
-    used = {n.id for n in ast.walk(unit.kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    lines = [f"{flat} = wp.tid()"]
-    if len(dims) == 2:
-        w = extents[1]
-        parts = {0: f"{flat} // {w}", 1: f"{flat} % {w}"}
-    else:
-        ny, nz = extents[1], extents[2]
-        parts = {0: f"{flat} // ({ny} * {nz})", 1: f"({flat} // {nz}) % {ny}", 2: f"{flat} % {nz}"}
-    lines += [f"{name} = {parts[k]}" for k, name in enumerate(names) if name in used]
-    new = ast.parse("\n".join(lines)).body
-    unit.kernel.body[at : at + 1] = new
-    unit.touched |= {id(s) for s in new}
-    unit.launch.dim = [dims[0] * (dims[1] * (dims[2] if len(dims) == 3 else 1))]
-    return f"flatten:{len(dims)}d"
-
-
-def extent(unit: Unit, rng: random.Random, axis: int, dims: list[int]) -> str:
-    """How the kernel knows the grid's extent along ``axis``: an array's shape, else a parameter."""
-    ndims = arrays(unit.kernel)
-    same = [
-        n
-        for n, nd in ndims.items()
-        if nd == len(dims) and unit.launch.arg(n) is not None and list(unit.launch.arg(n).shape) == dims
-    ]
-    if same and rng.random() < 0.6:
-        return f"{rng.choice(same)}.shape[{axis}]"
-    options = EXTENT_NAMES[axis] if axis == len(dims) - 1 else MIDDLE_NAMES
-    name = unit.fresh(rng, options)
-    unit.add_param(name, "int", Arg(name, (), (float(dims[axis]),) * 2, "in", ("count", axis)))
-    return name

@@ -1,16 +1,17 @@
 """Data layout mutations: an array of structs <-> separate arrays, as real code switches between them.
 
-- a vector array becomes one array per component (``points`` -> ``points_x``, ``points_y``...):
-  reads build the vector back, stores write each component;
 - an array of structs whose elements are only reached through fields becomes one array per
   field the kernel uses (``particles[i].vel`` -> ``particle_vel[i]``);
-- read-only arrays read at the same index become the fields of one struct array
-  (``x[i]``, ``v[i]`` -> ``particles[i].x``, ``particles[i].v``).
+- read-only arrays that name one thing's attributes (``instance_transforms[i]``,
+  ``instance_scalings[i]``) and are read at the same index become the fields of one struct
+  array (``instances[i].transform``, ``instances[i].scaling``).
 
 The kernel computes the same values from the same numbers; only where they live changes, and
 each new launch argument says which seed argument it holds (``Arg.origin``). What it leaves
-out: arrays passed to functions, updated atomically or with ``+=`` as whole vectors (a split
-would change what the update means), and arrays indexed by anything but names and constants.
+out: splitting a vector array into one array per component (``points_x``, ``points_y``: Warp
+code keeps vectors whole), packing arrays whose names share no owner (a struct named
+``Record`` with fields ``a`` and ``b`` says nothing), arrays passed to functions, and arrays
+indexed by anything but names and constants.
 """
 
 from __future__ import annotations
@@ -21,12 +22,10 @@ import random
 import re
 
 from jit.code.synthesis.mutate.launch import Arg, describe
-from jit.code.synthesis.mutate.moves import element_names, hoist_names
-from jit.code.synthesis.mutate.syntax import replace_node, array_annotation, is_docstring, wp_attr
+from jit.code.synthesis.mutate.names import singular
+from jit.code.synthesis.mutate.syntax import array_annotation, is_docstring, replace_node
 from jit.code.synthesis.mutate.unit import Unit
 
-COMPONENTS = "xyzw"
-STRUCT_NAMES = (("Element", "elements"), ("Sample", "samples"), ("Record", "records"))
 
 
 def parents(fn: ast.FunctionDef) -> dict[int, ast.AST]:
@@ -62,98 +61,6 @@ def with_dtype(annotation: ast.AST, dtype: ast.expr) -> ast.AST:
         else:
             out.args[0] = dtype
     return out
-
-
-def scalar_of(vector_attr: str) -> ast.expr:
-    kind = vector_attr[-1] if vector_attr[-1] in "dh" else "f"
-    if kind == "f":
-        return ast.Name("float", ast.Load())
-    return ast.Attribute(ast.Name("wp", ast.Load()), "float64" if kind == "d" else "float16", ast.Load())
-
-
-# ---------------------------------------------------------------------------------------------
-# a vector array -> one array per component
-
-
-def splittable_vectors(unit: Unit, up: dict[int, ast.AST]) -> list[str]:
-    out = []
-    for a in unit.kernel.args.args:
-        d = describe(a.annotation, unit.structs)
-        if d is None or d[0] != "array" or d[1].kind != "vec" or d[1].scalar not in ("float32", "float64"):
-            continue
-        ndim, ok = d[2], True
-        found = uses(unit, a.arg, up)
-        for use, parent, grand in found:
-            if isinstance(parent, ast.Attribute) and parent.attr == "shape":
-                continue
-            if not (
-                isinstance(parent, ast.Subscript)
-                and parent.value is use
-                and simple_index(parent.slice)
-                and len(parent.slice.elts if isinstance(parent.slice, ast.Tuple) else [0]) == ndim
-            ):
-                ok = False
-            elif isinstance(parent.ctx, ast.Store):
-                ok &= isinstance(grand, ast.Assign) and len(grand.targets) == 1
-            else:
-                ok &= not isinstance(grand, (ast.Subscript, ast.Attribute, ast.AugAssign))
-        if ok and found:
-            out.append(a.arg)
-    return out
-
-
-def split_vector(unit: Unit, rng: random.Random, name: str) -> str:
-    arg = next(a for a in unit.kernel.args.args if a.arg == name)
-    dtype_node = array_annotation(arg.annotation)[0]
-    vec_attr = wp_attr(dtype_node)
-    width = int(vec_attr[3])
-    stem = "pos" if name == "x" and "pos_x" not in unit.taken() else name
-    names = [unit.fresh(rng, (f"{stem}_{COMPONENTS[k]}",)) for k in range(width)]
-    for use, parent, grand in uses(unit, name):
-        if isinstance(parent, ast.Attribute):
-            parent.value = ast.Name(names[0], ast.Load())
-        elif isinstance(parent.ctx, ast.Load):
-            parts = [ast.Subscript(ast.Name(n, ast.Load()), copy.deepcopy(parent.slice), ast.Load()) for n in names]
-            call = ast.Call(ast.Attribute(ast.Name("wp", ast.Load()), vec_attr, ast.Load()), parts, [])
-            replace_node(unit.kernel, parent, call)
-        else:
-            _split_store(unit, rng, grand, parent, names)
-    at = unit.kernel.args.args.index(arg)
-    unit.kernel.args.args[at : at + 1] = [ast.arg(n, with_dtype(arg.annotation, scalar_of(vec_attr))) for n in names]
-    old = unit.launch.arg(name)
-    seed_name = old.origin[1] if old.origin else name
-    unit.launch.replace(
-        name, [Arg(n, old.shape, old.range, old.role, ("component", seed_name, k)) for k, n in enumerate(names)]
-    )
-    return name
-
-
-def _split_store(unit: Unit, rng: random.Random, stmt: ast.Assign, target: ast.Subscript, names: list[str]) -> None:
-    for body in _bodies(unit.kernel):
-        if stmt in body:
-            at = body.index(stmt)
-            value = stmt.value
-            new = []
-            if not isinstance(value, ast.Name):
-                options = hoist_names(value) if isinstance(value, (ast.Call, ast.BinOp)) else ()
-                local = unit.fresh(rng, options if options and options[0] != "tmp" else element_names(target.value.id))
-                new.append(ast.Assign([ast.Name(local, ast.Store())], value))
-                value = ast.Name(local, ast.Load())
-            for k, n in enumerate(names):
-                comp = ast.Subscript(ast.Name(value.id, ast.Load()), ast.Constant(k), ast.Load())
-                new.append(
-                    ast.Assign([ast.Subscript(ast.Name(n, ast.Load()), copy.deepcopy(target.slice), ast.Store())], comp)
-                )
-            body[at : at + 1] = new
-            return
-
-
-def _bodies(fn: ast.FunctionDef):
-    for node in ast.walk(fn):
-        for field in ("body", "orelse"):
-            value = getattr(node, field, None)
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                yield value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +128,8 @@ def split_struct(unit: Unit, rng: random.Random, name: str) -> str:
 
 
 def packable(unit: Unit, up: dict[int, ast.AST]) -> list[str]:
-    """Read-only float arrays, all read only as ``a[i]`` at the same index ``i``, of one shape."""
+    """Read-only float arrays of one owner (``instance_*``), all read only as ``a[i]`` at the same
+    index ``i``, of one shape."""
     groups: dict[tuple, list[str]] = {}
     for a in unit.kernel.args.args:
         d = describe(a.annotation, unit.structs)
@@ -252,13 +160,17 @@ def packable(unit: Unit, up: dict[int, ast.AST]) -> list[str]:
                 break
             index = parent.slice.id
         if index is not None:
-            groups.setdefault((index, launch.shape, launch.range), []).append(a.arg)
-    best = max(groups.values(), key=len, default=[])
+            head = a.arg.split("_", 1)[0]  # arrays that describe one owner (``instance_*``)
+            groups.setdefault((index, launch.shape, launch.range, head), []).append(a.arg)
+    best = max((g for g in groups.values() if owner(g) is not None), key=len, default=[])
     return best[:4] if len(best) >= 2 else []
 
 
-def pack(unit: Unit, rng: random.Random, names: list[str]) -> str:
-    struct, plural, fields = struct_naming(unit, rng, names)
+def pack(unit: Unit, names: list[str]) -> str | None:
+    naming = struct_naming(unit, names)
+    if naming is None:
+        return None
+    struct, plural, fields = naming
     args = {a.arg: a for a in unit.kernel.args.args}
     body = [
         ast.AnnAssign(ast.Name(fields[n], ast.Store()), copy.deepcopy(array_annotation(args[n].annotation)[0]), None, 1)
@@ -283,26 +195,32 @@ def pack(unit: Unit, rng: random.Random, names: list[str]) -> str:
     return f"layout:pack {','.join(names)}"
 
 
-def struct_naming(unit: Unit, rng: random.Random, names: list[str]) -> tuple[str, str, dict[str, str]]:
-    """(struct class name with the unit's suffix, array name, field of each array)."""
+def owner(names: list[str]) -> str | None:
+    """The thing arrays ``instance_transforms``, ``instance_scalings`` describe (``instance``),
+    when they all name one."""
     heads = {n.split("_", 1)[0] for n in names}
-    taken = unit.taken()
-    if len(heads) == 1 and all("_" in n for n in names) and len(next(iter(heads))) > 2:
-        head = next(iter(heads))
-        struct, plural = head.capitalize(), f"{head}s" if not head.endswith("s") else head
-        fields = {n: n.split("_", 1)[1] for n in names}
-    else:
-        struct, plural = rng.choice(STRUCT_NAMES)
-        fields = {n: n for n in names}
+    if len(heads) != 1 or not all("_" in n.strip("_") for n in names):
+        return None
+    head = singular(next(iter(heads)))
+    return head if len(head) > 2 and head.isalpha() else None
+
+
+def struct_naming(unit: Unit, names: list[str]) -> tuple[str, str, dict[str, str]] | None:
+    """(struct class name with the unit's suffix, array name, field of each array), or None when
+    the arrays name no common owner or the names are taken."""
+    head = owner(names)
+    if head is None:
+        return None
+    fields = {n: singular(n.split("_", 1)[1]) for n in names}
+    if len(set(fields.values())) != len(fields) or not all(f.isidentifier() for f in fields.values()):
+        return None
+    struct = head.capitalize()
     struct = f"{struct}_{unit.suffix}" if unit.suffix else struct
-    while plural in taken or struct in taken:
-        plural, struct = plural + "_in", struct + "In"
+    plural = f"{head}es" if head.endswith(("s", "x", "sh", "ch")) else f"{head}s"
+    taken = unit.taken()
+    if plural in taken or struct in taken:
+        return None
     return unit.claim(struct), unit.claim(plural), fields
-
-
-def element_type(unit: Unit, name: str) -> str:
-    arg = next(a for a in unit.kernel.args.args if a.arg == name)
-    return ast.dump(array_annotation(arg.annotation)[0])
 
 
 def documented(unit: Unit) -> set[str]:
@@ -318,18 +236,13 @@ def layout(unit: Unit, rng: random.Random) -> str | None:
     if unit.tiled:
         return None
     named, up = documented(unit), parents(unit.kernel)
-    vectors = [n for n in splittable_vectors(unit, up) if n not in named]
-    options = [("split_vector", n) for n in vectors]
-    options += [("split_struct", n) for n in splittable_structs(unit, up) if n not in named]
+    options = [("split_struct", n) for n in splittable_structs(unit, up) if n not in named]
     group = [n for n in packable(unit, up) if n not in named]
-    if len(group) >= 2:
+    if len(group) >= 2 and owner(group) is not None:
         options.append(("pack", group))
     if not options:
         return None
     kind, target = rng.choice(options)
-    if kind == "split_vector":  # every vector array of that type: one layout for the whole kernel
-        same = [n for n in vectors if element_type(unit, n) == element_type(unit, target)]
-        return "layout:split " + ",".join(split_vector(unit, rng, n) for n in same)
     if kind == "split_struct":
         return split_struct(unit, rng, target)
-    return pack(unit, rng, target)
+    return pack(unit, target)

@@ -1,12 +1,17 @@
 """Mutations that move code without changing what it computes: hoist, inline, reorder.
 
-- ``hoist`` computes a subexpression one statement earlier into a local named by its role
-  (``dist = wp.length(d)``, ``point = points[i]``, ``idx = i * 3 + 1``);
+- ``hoist`` computes a subexpression one statement earlier into a local named for what it is
+  (``d_len = wp.length(d)``, ``point = points[i]``, ``idx = i * 3 + 1``), where it is first
+  computed, and reads the local wherever the block computed the value again;
 - ``inline`` puts a pure local read once, in the next statement, back into that statement;
-- ``reorder`` swaps two adjacent statements that neither read what the other writes.
+- ``reorder`` swaps a pair of parallel statements (``a_out[i] = a[i]``, ``b_out[i] = b[i]``)
+  that neither read what the other writes.
 
 The same operations run in the same order on the same values, so a mutant's outputs are the
-seed's bit for bit. Nothing moves out of a branch, across a short-circuit (``and``, ``or``,
+seed's bit for bit. None of them makes code less regular than it was: a value with siblings of
+its shape (``wp.floor(uvw[0])`` among three) is not hoisted alone, and statements of a
+parallel run are not folded into each other. What has no name that says what it is (a product,
+a cast) stays where it is. Nothing moves out of a branch, across a short-circuit (``and``, ``or``,
 ``x if c else y``) or out of a tile call's shape and keyword arguments (they must stay
 compile-time constants). What it leaves out: moves between functions (``helpers``).
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 from collections.abc import Iterator
 
 from jit.code.synthesis.mutate.syntax import (
@@ -27,92 +33,75 @@ from jit.code.synthesis.mutate.syntax import (
     is_docstring,
     is_pure_call,
     is_tile_call,
+    breaks_symmetry,
+    parallel_run,
     replace_node,
     tid_names,
     wp_attr,
 )
-from jit.code.synthesis.mutate.unit import Unit
+from jit.code.synthesis.mutate.names import singular
+from jit.code.synthesis.mutate.unit import RESERVED, Unit
 
-HOIST_NAMES: dict[str, tuple[str, ...]] = {
-    "length": ("dist", "length_v"),
-    "length_sq": ("dist_sq", "len_sq"),
-    "dot": ("proj", "dot_val"),
-    "cross": ("axis", "perp"),
-    "normalize": ("direction", "unit_dir"),
-    "sqrt": ("root",),
-    "sin": ("sin_t",),
-    "cos": ("cos_t",),
-    "exp": ("decay", "exp_val"),
-    "min": ("lo", "min_val"),
-    "max": ("hi", "max_val"),
-    "abs": ("mag", "abs_val"),
-    "clamp": ("clamped",),
-    "transform_point": ("p_world", "x_world"),
-    "transform_vector": ("v_world", "dir_world"),
-    "quat_rotate": ("rotated", "v_world"),
-    "quat_rotate_inv": ("v_local", "local"),
-    "float": ("fx", "value"),
-    "int": ("ix", "index"),
-    "vec": ("vec", "offset"),
-    "mat": ("mat", "basis"),
-    "quat": ("rot", "q_rot"),
-    "transform": ("xform", "tf"),
-    "where": ("chosen", "selected"),
-    "select": ("chosen", "selected"),
-    "lerp": ("blended", "mixed"),
-    "floor": ("floored",),
-    "ceil": ("ceiled",),
-    "cw_mul": ("weighted",),
-    "mul": ("product",),
-    "pow": ("powered",),
-    "atan2": ("angle",),
-    "acos": ("angle",),
-    "log": ("log_val",),
+# Warp builtins worth a local of their own, and how the local is named from the argument
+# (``wp.length(d)`` -> ``d_len``): a value is hoisted only when it can be named for what it is
+NAMED_CALLS: dict[str, tuple[str, ...]] = {
+    "length": ("{}_len", "len_{}"),
+    "length_sq": ("{}_len_sq",),
+    "normalize": ("{}_dir", "{}_hat"),
+    "sqrt": ("sqrt_{}",),
+    "sin": ("sin_{}",),
+    "cos": ("cos_{}",),
+    "tan": ("tan_{}",),
+    "exp": ("exp_{}",),
+    "log": ("log_{}",),
+    "abs": ("abs_{}",),
+    "transpose": ("{}_t",),
+    "inverse": ("{}_inv", "inv_{}"),
+    "determinant": ("det_{}",),
+    "quat_to_matrix": ("{}_mat", "rot"),
+    "transform_get_translation": ("{}_pos", "{}_p"),
+    "transform_get_rotation": ("{}_rot", "{}_q"),
+    "transform_inverse": ("{}_inv",),
 }
-BINOP_WORDS = {
-    ast.Add: ("sum", "total"),
-    ast.Sub: ("delta", "diff"),
-    ast.Mult: ("scaled", "prod"),
-    ast.Div: ("ratio", "frac"),
-    ast.Mod: ("rem",),
-    ast.FloorDiv: ("quot",),
-}
-INDEX_NAMES = ("idx", "offset", "base", "start", "slot")
+# a helper named for what it returns (``compute_pressure(...)`` -> ``pressure``)
+VERB_PREFIXES = ("compute_", "get_", "eval_", "evaluate_", "calc_", "make_")
+INDEX_NAMES = ("idx", "offset", "base", "start")
+MAX_ARG_NAME = 12
 
 
-def element_names(array: str) -> tuple[str, ...]:
-    """Names for one element of ``array``: ``points`` -> ``point``, ``x`` -> ``xi``."""
-    if len(array) > 3 and array.endswith("s") and not array.endswith("ss"):
-        return (array[:-1], f"{array[:-1]}_i")
+def element_names(array: str, index: ast.expr) -> tuple[str, ...]:
+    """Names for one element of ``array``: ``points`` -> ``point``, ``x[i]`` -> ``xi``,
+    ``energy[e]`` -> ``energy_e``; none when nothing reads naturally (a 2D read, a long index)."""
+    one = singular(array.lstrip("_"))
+    if one != array.lstrip("_"):
+        return (one,)
+    if not isinstance(index, ast.Name):
+        return ()
     if len(array) <= 2:
-        return (f"{array}i", f"{array}_i")
-    return (f"{array}_i", f"{array}_val")
+        return (f"{array}{index.id}", f"{array}_{index.id}") if len(index.id) == 1 else ()
+    return (f"{array}_{index.id}",) if len(index.id) == 1 else (f"{array}_i",) if index.id == "tid" else ()
 
 
-def hoist_names(node: ast.expr) -> tuple[str, ...]:
+def hoist_names(node: ast.expr, index: bool = False) -> tuple[str, ...]:
+    """Names for a hoisted value, from what it is; empty when none would say it (a product
+    called ``scaled``, a cast called ``fx``: better left where it is)."""
     if isinstance(node, ast.BinOp):
-        if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
-            base = (
-                node.left.id
-                if isinstance(node.left, ast.Name)
-                else (
-                    node.left.value.id
-                    if isinstance(node.left, ast.Subscript) and isinstance(node.left.value, ast.Name)
-                    else "value"
-                )
-            )
-            return (f"{base}_sq", "squared")
-        words = BINOP_WORDS.get(type(node.op), ("tmp",))
-        if isinstance(node.left, ast.Name) and len(node.left.id) <= 12:
-            return tuple(f"{node.left.id}_{w}" for w in words) + words
-        return words
-    attr = wp_attr(node) or (node.func.id if isinstance(node.func, ast.Name) else "")
-    if attr in ("int", "float", "int32", "float32", "float64") and node.args and isinstance(node.args[0], ast.Call):
-        return hoist_names(node.args[0])  # a cast is named for what it converts
-    for key in (attr, attr.rstrip("0123456789bdfhisu"), attr[:3], attr[:4], attr[:9]):
-        if key in HOIST_NAMES:
-            return HOIST_NAMES[key]
-    return (f"{attr}_val",) if attr.isidentifier() else ("tmp", "val")
+        return INDEX_NAMES if index and isinstance(node.op, (ast.Add, ast.Mult)) else ()
+    if not isinstance(node, ast.Call):
+        return ()
+    attr = wp_attr(node)
+    if attr is None:
+        name = node.func.id if isinstance(node.func, ast.Name) else ""
+        name = name.rsplit("_", 1)[0] if re.search(r"_[0-9a-f]{8}$", name) else name  # a unit's suffix
+        stem = next((name[len(p):] for p in VERB_PREFIXES if name.lstrip("_").startswith(p)), None)
+        return (stem,) if stem and stem.isidentifier() and not stem[0].isdigit() else ()
+    forms = NAMED_CALLS.get(attr)
+    if not forms or not node.args:
+        return ()
+    arg = node.args[-1] if attr.startswith(("transform_get", "quat_to")) else node.args[0]
+    if not (isinstance(arg, ast.Name) and len(arg.id) <= MAX_ARG_NAME) or len(node.args) > 1 and "{}" in forms[0]:
+        return tuple(f for f in forms if "{}" not in f)
+    return tuple(f.format(arg.id.lstrip("_")) for f in forms)
 
 
 def expression_parts(stmt: ast.stmt) -> list[ast.expr]:
@@ -138,7 +127,11 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
         if isinstance(node, (ast.BoolOp, ast.IfExp, ast.Lambda)):
             continue
         if isinstance(node, ast.Subscript):  # a whole element read only, never a view of it
-            if isinstance(node.value, ast.Name) and node.value.id in array_names:
+            if (
+                isinstance(node.value, ast.Name)
+                and node.value.id in array_names
+                and not any(isinstance(n, ast.Slice) for n in ast.walk(node.slice))
+            ):
                 yield node, index
             todo.append((node.slice, True))
             continue
@@ -172,26 +165,57 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
         for body in blocks(fn):
             for at, stmt in enumerate(body):
                 for part in expression_parts(stmt):
-                    whole = part if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+                    # a statement's whole value is named already (or returned: ``v = ...; return v``
+                    # adds a name that says nothing)
+                    whole = part if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return)) else None
                     sites += [
                         (body, at, stmt, node, index)
                         for node, index in hoistable(part, names)
                         if node is not whole and id(node) not in unit.touched and not named_later(body, at, node)
                     ]
-    if not sites:
-        return None
-    body, at, stmt, node, index = rng.choice(sites)
-    if isinstance(node, ast.Subscript):
-        options = element_names(node.value.id)
-    else:
-        options = INDEX_NAMES if index and isinstance(node, ast.BinOp) else hoist_names(node)
-    name = unit.fresh(rng, options)
-    assign = ast.Assign([ast.Name(name, ast.Store())], node)
-    replace_node(stmt, node, ast.Name(name, ast.Load()))
-    body.insert(at, assign)
-    unit.touched |= {id(assign), id(node)}
-    reuse(body, at + 1, node, name)
-    return f"hoist:{name}"
+    while sites:  # the checks that read the whole block run for the drawn site only
+        site = sites.pop(rng.randrange(len(sites)))
+        body, at, stmt, node, index = site
+        if isinstance(node, ast.Subscript):
+            options = element_names(node.value.id, node.slice)
+        else:
+            options = hoist_names(node, index)
+        taken = unit.taken()
+        options = tuple(o for o in options if o not in taken and o not in RESERVED and o.isidentifier())
+        if not options or breaks_symmetry(body, at, node) or left_behind(body, at, node):
+            continue
+        name = unit.claim(rng.choice(options))
+        assign = ast.Assign([ast.Name(name, ast.Store())], node)
+        replace_node(stmt, node, ast.Name(name, ast.Load()))
+        body.insert(at, assign)
+        unit.notes.lead(stmt, assign)  # the comment above a statement is about both lines now
+        unit.touched |= {id(assign), id(node)}
+        reuse(body, at + 1, node, name)
+        return f"hoist:{name}"
+    return None
+
+
+def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
+    """True if hoisting ``node`` out of ``body[at]`` would leave the same value computed
+    elsewhere in the block: before it, or after it where ``reuse`` stops (past a write to what it
+    reads, a call with effects, or inside a nested block). A person names a value once, where it
+    is first computed, and reads the name everywhere."""
+    text = ast.dump(node)
+    if any(ast.dump(n) == text for s in body[:at] for n in ast.walk(s)):
+        return True
+    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    open_ = True
+    for stmt in body[at:]:
+        reached = set()
+        if open_:
+            for part in expression_parts(stmt):
+                reached |= {id(n) for n in ast.walk(part) if not under_short_circuit(part, n)}
+        for n in ast.walk(stmt):
+            if n is not node and id(n) not in reached and isinstance(n, ast.expr) and ast.dump(n) == text:
+                return True
+        if not isinstance(stmt, SIMPLE_STATEMENTS) or effects(stmt).writes & reads or effects(stmt).impure:
+            open_ = False
+    return False
 
 
 def named_later(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
@@ -253,6 +277,8 @@ def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.N
             ):
                 continue
             following = body[at + 1]
+            if len(parallel_run(body, at)) > 1 or len(parallel_run(body, at + 1)) > 1:
+                continue  # one of parallel statements folded into another reads as a slip
             if (
                 any(uses[0] is n for part in expression_parts(following) for n in ast.walk(part))
                 and not is_base_of_access(following, uses[0])
@@ -330,6 +356,9 @@ def reorder(unit: Unit, rng: random.Random) -> str | None:
             for at in range(len(body) - 1)
             if id(body[at]) not in unit.touched
             and id(body[at + 1]) not in unit.touched
+            and unit.notes.note(body[at]) is None
+            and unit.notes.note(body[at + 1]) is None
+            and parallel_run(body, at) == body[at : at + 2]
             and independent(body[at], body[at + 1], roots)
         ]
     if not sites:

@@ -2,7 +2,8 @@
 
 ``positions`` may become ``points``, ``vel`` ``velocity``, ``tid`` ``i``: groups of names a
 reader takes for one role. One-letter names are left alone unless they hold the thread index
-(``x`` may be a position or a coordinate, ``n`` a normal or a count). A renamed kernel
+(``x`` may be a position or a coordinate, ``n`` a normal or a count), and so are the indices of
+a 2D or 3D grid (``i, j``) and names of a family (``nx, ny, nz``): renaming one alone breaks the set. A renamed kernel
 parameter renames its launch argument, and comments that mention a renamed name follow it.
 What it leaves out: struct fields and module-level names (the suffix already renames those).
 """
@@ -33,7 +34,6 @@ ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
     ("dst", "dest"),
     ("values", "vals", "data"),
     ("value", "val"),
-    ("count", "num"),
     ("counter", "cnt"),
     ("dir", "direction"),
     ("lower", "lo", "lower_bound"),
@@ -52,9 +52,6 @@ ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
     ("bvh_id", "bvh"),
     ("face", "face_index", "tri"),
     ("eps", "epsilon", "tol"),
-    ("width", "nx"),
-    ("height", "ny"),
-    ("depth", "nz"),
     ("max_dist", "max_distance"),
     ("normal_vel", "vn"),
     ("tangent_vel", "vt"),
@@ -76,12 +73,17 @@ def rename(unit: Unit, rng: random.Random, p: float = 0.5) -> list[str]:
         stores = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         names = sorted(stores | params) if fn is unit.kernel else sorted(stores - params)
         tids = {t for body in blocks(fn) for st in body for t in (tid_names(st) or ())}
+        # ``i, j = wp.tid()``: renaming one index of a grid alone would break the pair
+        grid = {t for body in blocks(fn) for st in body if len(tid_names(st) or ()) > 1 for t in tid_names(st)}
+        words = {w for n in stores | params for w in n.split("_")[:-1] + n.split("_")[1:] if n != w}
         for old in names:
             group = ROLE_OF.get(old)
             # a one-letter name says little of its role: only the thread index is sure; and a
             # name of the thread index's group is renamed only if it holds the thread index
             if (
                 group is None
+                or old in grid
+                or old in words  # ``data`` of ``data_i``: the derived name would stop saying it
                 or (len(old) == 1 and old not in tids)
                 or (group is THREAD_INDEX) != (old in tids)
                 or rng.random() >= p
@@ -114,3 +116,14 @@ def rename_in_docstring(fn: ast.FunctionDef, old: str, new: str) -> None:
     if fn.body and is_docstring(fn.body[0]):
         doc = fn.body[0].value
         doc.value = re.sub(rf"\b{re.escape(old)}\b", new, doc.value)
+
+
+def singular(word: str) -> str:
+    """``scalings`` -> ``scaling``, ``vertices`` -> ``vertex``, ``masses`` -> ``mass``; a word
+    that is not a plural comes back as it is."""
+    for plural, one in (("ices", "ex"), ("ies", "y"), ("sses", "ss"), ("shes", "sh"), ("ches", "ch")):
+        if word.endswith(plural) and len(word) > len(plural) + 1:
+            return word[: -len(plural)] + one
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
+    return word

@@ -11,7 +11,8 @@ the precision changes that build are recorded too.
 
 Weights: the square root of a seed's token count (larger kernels offer more to mutate), times
 a factor for where it comes from (examples and library code are what people write; tests
-often exercise one builtin). What it leaves out: the mutations (``driver``).
+often exercise one builtin), times a factor for a docstring (a mutant's purpose is then its
+author's words). Kernels of tests that only probe a feature are no seeds (``prepare``). What it leaves out: the mutations (``driver``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from jit.code.synthesis.mutate.seed_list import Seed
 from jit.code.synthesis.mutate.syntax import uses_tiles, wp_attr
 from jit.code.synthesis.mutate.unit import Unit
 
-ORIGIN_WEIGHT = {"examples": 4.0, "_src": 2.5, "tests": 1.0}
+ORIGIN_WEIGHT = {"examples": 4.0, "_src": 2.5, "tests": 0.5}
+DOCUMENTED = 1.5  # a kernel whose author said what it does gives mutants a purpose in their words
 NOT_RUNNABLE_SHARE = 0.06  # of the total draw weight, at most
 NEAR_COPY = 0.9  # a candidate this similar to a kept seed adds nothing
 PROBES = 4
@@ -204,10 +206,17 @@ def build_and_run(group: list[dict], tag: str, block_dim: int | None, log: Calla
         launch.block_dim = block_dim
         row = launch.to_dict()
         k = item["kernel"]
-        origin = k.path.split("/")[1]
-        weight = math.sqrt(item["tokens"]) * ORIGIN_WEIGHT.get(origin, 1.0)
+        weight = seed_weight(k.path, item["text"], item["name"])
         out.append(Seed(k.module, k.path, k.name, k.line, item["name"], dtypes.get(n, ()), block_dim, row, weight))
     return out
+
+
+def seed_weight(path: str, text: str, name: str) -> float:
+    """The square root of a seed's token count, times its origin's factor, times ``DOCUMENTED``
+    when its kernel has a docstring."""
+    kernel = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    documented = DOCUMENTED if ast.get_docstring(kernel) else 1.0
+    return math.sqrt(len(norm_tokens(text))) * ORIGIN_WEIGHT.get(path.split("/")[1], 1.0) * documented
 
 
 def builds(sources: dict[str, str], tag: str, block_dim: int | None) -> set[str]:

@@ -153,9 +153,68 @@ def change_precision(unit: Unit, target: str) -> str:
     else:
         unit.tree = _UnwrapFloat32().visit(_Rename(F64_TO_F32).visit(unit.tree))
     unit.kernel = next(n for n in unit.functions if n.name == unit.kernel_name)
-    old, new = ("float32", "float64") if target == "float64" else ("float64", "float32")
-    unit.rename_in_comments(old, new)
+    rename_precision_words(unit, target)
     return f"precision:{target}"
+
+
+# the words that say a precision, in names (by ``_``-separated part) and in prose
+NAME_WORDS = {
+    "float64": {"float32": "float64", "f32": "f64", "fp32": "fp64"},
+    "float32": {"float64": "float32", "f64": "f32", "fp64": "fp32", "double": "float"},
+}
+PROSE_WORDS = {
+    "float64": {"float32": "float64", "f32": "f64", "fp32": "fp64", "single precision": "double precision",
+                "single-precision": "double-precision", "32-bit float": "64-bit float"},
+    "float32": {"float64": "float32", "f64": "f32", "fp64": "fp32", "double precision": "single precision",
+                "double-precision": "single-precision", "64-bit float": "32-bit float"},
+}
+
+
+def renamed_identifier(name: str, words: dict[str, str]) -> str:
+    """``scale_float32_kernel`` -> ``scale_float64_kernel``: every ``_``-separated part that says
+    a precision, said the other way (a leading or trailing ``_`` kept)."""
+    parts = name.split("_")
+    # a leading ``double`` is the verb (``double_values``), not the type
+    return "_".join(words[p.lower()] if p.lower() in words and (i or p != "double") else p for i, p in enumerate(parts))
+
+
+def rename_precision_words(unit: Unit, target: str) -> None:
+    """A retyped unit's names, docstrings and comments say its new precision: a kernel called
+    ``..._float32`` that now reads float64 arrays would tell a reader something false."""
+    words = NAME_WORDS[target]
+    fields = {n.attr for n in ast.walk(unit.tree) if isinstance(n, ast.Attribute)}  # struct fields stay
+    renames = {}
+    for node in ast.walk(unit.tree):
+        for field in ("name", "id", "arg"):
+            value = getattr(node, field, None)
+            if isinstance(value, str) and not isinstance(node, ast.alias) and value not in fields:
+                new = renamed_identifier(value, words)
+                if new != value:
+                    renames[value] = new
+    taken = unit.taken()
+    renames = {old: new for old, new in renames.items() if new not in taken}
+    for node in ast.walk(unit.tree):
+        for field in ("name", "id", "arg"):
+            value = getattr(node, field, None)
+            if isinstance(value, str) and value in renames and not isinstance(node, ast.alias):
+                setattr(node, field, renames[value])
+    for old, new in renames.items():
+        unit.claim(new)
+        unit.launch.rename(old, new)
+        unit.rename_in_comments(old, new)
+    if unit.kernel_name in renames:
+        unit.kernel_name = renames[unit.kernel_name]
+    prose = PROSE_WORDS[target]
+    pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in sorted(prose, key=len, reverse=True)) + r")\b")
+    for _, note in unit.notes.statements.values():
+        note.comments = [pattern.sub(lambda m: prose[m.group(1)], c) for c in note.comments]
+        if note.trailing:
+            note.trailing = pattern.sub(lambda m: prose[m.group(1)], note.trailing)
+    for node in [*unit.functions, *unit.structs.values()]:
+        if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            doc = node.body[0].value
+            if isinstance(doc.value, str):
+                doc.value = pattern.sub(lambda m: prose[m.group(1)], doc.value)
 
 
 def precision(unit: Unit, rng: random.Random, options: tuple[str, ...] = ()) -> str | None:

@@ -177,3 +177,49 @@ def targets(kernel: ast.FunctionDef) -> set[int]:
 
 def testing_comment(text: str) -> bool:
     return bool(TESTING.search(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels of tests that only probe a feature
+
+PROBE_WORDS = frozenset(
+    {"noop", "probe", "dummy", "trivial", "eager", "generic", "use", "check", "foo", "bar", "baz", "repro"}
+)
+# what a test's docstring says when it states the property checked, not what the kernel computes
+CLAIM = re.compile(r"\b(must|should|ensures?|regression|repro(duces?)?|bug|issue)\b", re.IGNORECASE)
+NOT_COMPUTING = frozenset(
+    {"tid", "tile_load", "tile_store", "float", "int", "float32", "float64", "float16", "int32", "uint32", "int64"}
+)
+
+
+def probe(kernel: ast.FunctionDef) -> str | None:
+    """Why a kernel of Warp's tests reads as a test probe rather than code that computes
+    something, or None: a name that says it (``noop_kernel``, ``..._use_float32``), results
+    stored at fixed slots (``out[0] = ...``, ``out[1] = ...``), or nothing computed between
+    load and store (a copy)."""
+    words = set(kernel.name.lower().split("_"))
+    if words & PROBE_WORDS or kernel.name.startswith("op_") or re.search(r"(kernel|_)\d+$|^gh\d", kernel.name):
+        return "named as a probe"
+    for node in (n for s in kernel.body for n in ast.walk(s)):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
+            index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if all(isinstance(i, ast.Constant) for i in index):
+                return "stores results at fixed slots"
+    work = sum(
+        isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.AugAssign))
+        or isinstance(n, ast.Call) and call_name(n) not in NOT_COMPUTING
+        for s in kernel.body
+        for n in ast.walk(s)
+    )
+    return None if work else "computes nothing between load and store"
+
+
+def test_name(name: str) -> str:
+    """The name a test's kernel would have in code that is not a test: ``_kernel`` dropped
+    (``conditional_counter_kernel`` -> ``conditional_counter``)."""
+    return name[: -len("_kernel")] if name.endswith("_kernel") and len(name) > len("_kernel") + 3 else name
+
+
+def claims(doc: str) -> bool:
+    """A test's docstring states what the test checks (``... must not depend on ...``)."""
+    return bool(CLAIM.search(doc))

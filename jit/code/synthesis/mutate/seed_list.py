@@ -15,6 +15,7 @@ What it leaves out: selecting the seeds (``rebuild``, ``python -m jit.code.synth
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.metadata
@@ -27,11 +28,13 @@ from pathlib import Path
 from jit.code.analysis import reference
 from jit.code.synthesis.mutate import driver, scaffolding
 from jit.code.synthesis.mutate.launch import Launch
+from jit.code.synthesis.mutate.syntax import is_docstring
 from jit.code.synthesis.mutate.unit import Unit
 
 SEEDS_FILE = Path(__file__).resolve().parent.parent / "mutant_seeds.json"
-PREPARE_VERSION = 2  # bumped whenever ``prepare`` may give another text for the same kernel
+PREPARE_VERSION = 3  # bumped whenever ``prepare`` may give another text for the same kernel
 LIBRARY_ROOT = "warp/_src"
+TESTS_ROOT = "warp/tests/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +117,23 @@ def library_kernels() -> list[reference.RealKernel]:
 
 def prepare(kernel: reference.RealKernel) -> tuple[str, str] | str:
     """(prepared kernel name, source) of a real kernel without its test scaffolding, or why it
-    cannot be a seed."""
+    cannot be a seed. A kernel of Warp's tests must compute something (not probe a feature), and
+    loses what names it as a test: its ``_kernel`` suffix, and a docstring stating what the test
+    checks."""
     unit = Unit(kernel.context, kernel.name)
     why = scaffolding.strip(unit.tree, unit.kernel)
     if why:
         return why
+    if kernel.path.startswith(TESTS_ROOT):
+        why = scaffolding.probe(unit.kernel)
+        if why:
+            return f"a test probe: {why}"
+        unit.kernel.name = scaffolding.test_name(unit.kernel.name)
+        body = unit.kernel.body
+        if body and is_docstring(body[0]) and scaffolding.claims(body[0].value.value):
+            body.pop(0)
+            if not body:
+                body.append(ast.Pass())
     for _, note in unit.notes.statements.values():
         note.comments = [c for c in note.comments if not scaffolding.testing_comment(c)]
         if note.trailing and scaffolding.testing_comment(note.trailing):

@@ -42,6 +42,15 @@ class Notes:
     def forget(self, node: ast.AST) -> None:
         self.statements.pop(id(node), None)
 
+    def lead(self, stmt: ast.stmt, new: ast.stmt) -> None:
+        """``new`` goes right before ``stmt``: the comments and blank line above ``stmt`` go above
+        ``new``."""
+        found = self.note(stmt)
+        if found is None or not (found.comments or found.blank):
+            return
+        self.statements[id(new)] = (new, Note(found.comments, None, found.blank))
+        found.comments, found.blank = [], False
+
     def move(self, old: ast.AST, new: ast.AST) -> None:
         """``new`` takes the notes of ``old`` (a statement wrapped into a loop, say)."""
         found = self.statements.pop(id(old), None)

@@ -221,3 +221,54 @@ def dotted(node: ast.AST) -> str:
         inner = dotted(node.value)
         return f"{inner}.{node.attr}" if inner else ""
     return ""
+
+
+def shape(node: ast.AST) -> str:
+    """The form of an expression or statement with its names, constants and fields blanked:
+    ``rotation[0, 0] * s[0]`` and ``rotation[1, 0] * s[0]`` have one shape. Warp's own names
+    stay (``wp.floor(u)`` and ``wp.ceil(u)`` differ), and so does the array an element is read
+    from (``a[i]`` and ``b[i]`` play two roles, ``a[0]`` and ``a[1]`` one)."""
+    if isinstance(node, ast.Subscript):
+        base = node.value.id if isinstance(node.value, ast.Name) else shape(node.value)
+        return f"{base}[{shape(node.slice)}]"
+    if isinstance(node, ast.Name):
+        return "N"
+    if isinstance(node, ast.Constant):
+        return "C"
+    if isinstance(node, ast.Attribute):
+        return f"wp.{node.attr}" if wp_attr(node) else f"A({shape(node.value)})"
+    if isinstance(node, ast.expr_context):
+        return ""
+    inner = ",".join(shape(c) for c in ast.iter_child_nodes(node))
+    return f"{type(node).__name__}({inner})"
+
+
+def parallel_run(body: list[ast.stmt], at: int) -> list[ast.stmt]:
+    """The statements around ``body[at]`` of its own shape, next to each other (``c00 = t[y0, x0]``,
+    ``c10 = t[y0, x1]``...): a change to one of them alone would break the pattern."""
+    form = shape(body[at])
+    start = at
+    while start > 0 and shape(body[start - 1]) == form:
+        start -= 1
+    stop = at + 1
+    while stop < len(body) and shape(body[stop]) == form:
+        stop += 1
+    return body[start:stop]
+
+
+def breaks_symmetry(body: list[ast.stmt], at: int, node: ast.AST) -> bool:
+    """True if ``node``, in ``body[at]``, has siblings of its shape but another value in that
+    statement or its parallel run: naming or moving it alone would single out one term of a
+    symmetric expression (``scaled = rotation[1, 0] * s[0]`` among nine others)."""
+    form, text = shape(node), ast.dump(node)
+    for stmt in parallel_run(body, at):
+        for n in ast.walk(stmt):
+            if (
+                n is not node
+                and isinstance(n, ast.expr)
+                and not isinstance(getattr(n, "ctx", None), ast.Store)
+                and shape(n) == form
+                and ast.dump(n) != text
+            ):
+                return True
+    return False

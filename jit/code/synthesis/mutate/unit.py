@@ -181,7 +181,19 @@ class Unit:
         self.tree.body = [n for n in self.tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) or id(n) in needed]
 
     def complete_imports(self) -> None:
-        """Add the import of every known module the source reads but does not import."""
+        """Drop imports nothing reads (``from typing import Any`` of a seed's file, ``import
+        warp.optim``), and add the import of every known module the source reads but does not
+        import."""
+        used = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+        kept = []
+        for node in self.tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and node.names[0].name != "*":
+                node.names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used | {"wp"}]
+                if not node.names:
+                    self.notes.forget(node)
+                    continue
+            kept.append(node)
+        self.tree.body = kept
         bound = {
             a.asname or a.name.split(".")[0]
             for n in self.tree.body
