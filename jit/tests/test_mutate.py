@@ -505,3 +505,59 @@ def test_committed_seeds_come_from_the_seed_half_or_the_library():
         assert (
             not seed.path.startswith(("warp/examples", "warp/tests")) or rebuild.reference.half_of(seed.path) == "seed"
         )
+
+
+def test_precision_renames_what_names_the_old_precision_and_unused_imports_go():
+    text = '''import warp as wp
+from typing import Any
+
+
+@wp.kernel
+def scale_float32(values: wp.array[wp.float32], out: wp.array[wp.float32]):
+    """Scale float32 values."""
+    i = wp.tid()
+    out[i] = values[i] * 2.0
+'''
+    unit = M.Unit(text, "scale_float32", "p")
+    retype.change_precision(unit, "float64")
+    out = unit.render()
+    assert unit.kernel_name == "scale_float64_p" and "def scale_float64_p(" in out
+    assert "float32" not in out and "Scale float64 values." in out
+    assert "typing" not in out and "import warp as wp" in out
+
+
+SYMMETRIC = """import warp as wp
+
+
+@wp.kernel
+def cells_of(points: wp.array[wp.vec3], cells: wp.array[wp.vec3i], origin: wp.vec3, height: int, rows: wp.array[int]):
+    i = wp.tid()
+    uvw = points[i] - origin
+    cells[i] = wp.vec3i(int(wp.floor(uvw[0])), int(wp.floor(uvw[1])), int(wp.floor(uvw[2])))
+    rows[i] = height - i - 1
+"""
+
+
+def test_no_hoist_singles_out_one_term_and_no_helper_for_a_one_liner():
+    from jit.code.synthesis.mutate import helpers, moves
+
+    for attempt in range(12):
+        unit = M.Unit(SYMMETRIC, "cells_of", f"h{attempt}")
+        desc = moves.hoist(unit, random.Random(attempt))
+        assert desc is None or "floor" not in desc, desc
+        assert "wp.vec3i(int(wp.floor(uvw[0])), int(wp.floor(uvw[1])), int(wp.floor(uvw[2])))" in unit.render()
+        assert helpers.extract(M.Unit(SYMMETRIC, "cells_of", f"e{attempt}"), random.Random(attempt)) is None
+
+
+def test_test_probes_are_no_seeds_and_test_kernels_lose_their_suffix():
+    probe = "@wp.kernel\ndef read_kernel(a: wp.array[float], out: wp.array[float]):\n    out[0] = a[0] * 2.0\n"
+    copy = "@wp.kernel\ndef copy_kernel(a: wp.array[float], out: wp.array[float]):\n    i = wp.tid()\n    out[i] = a[i]\n"
+    real = "@wp.kernel\ndef axpy_kernel(a: wp.array[float], out: wp.array[float]):\n    i = wp.tid()\n    out[i] += 2.0 * a[i]\n"
+    for text, reason in ((probe, "fixed slots"), (copy, "nothing")):
+        unit = M.Unit("import warp as wp\n\n\n" + text, text.split("(")[0].split()[-1])
+        assert reason in scaffolding.probe(unit.kernel)
+    unit = M.Unit("import warp as wp\n\n\n" + real, "axpy_kernel")
+    assert scaffolding.probe(unit.kernel) is None and scaffolding.test_name("axpy_kernel") == "axpy"
+    for seed in M.seeds():
+        if seed.path.startswith("warp/tests/"):
+            assert seed.kernel in (scaffolding.test_name(seed.name.removeprefix("test_")), seed.name.removeprefix("test_"))

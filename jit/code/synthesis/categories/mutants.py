@@ -59,8 +59,8 @@ def seed_record(seed: M.Seed) -> dict:
     }
 
 
-# how a mutation changes what a reader is told, from its kind and detail (renames, hoists and
-# reorders change nothing)
+# how a mutation changes what a reader is told, from its kind and detail (the others change
+# nothing a purpose says, or show in the launch: a layout's new arrays, a guard's count)
 def change(kind: str, detail: str) -> str | None:
     if kind == "precision":
         return f"in {detail}"
@@ -96,7 +96,7 @@ def listed(names: list[str]) -> str:
 def title(name: str, suffix: str) -> str:
     """``_compute_environment_spans_1a2b`` -> ``Compute environment spans``."""
     stem = name.removesuffix(f"_{suffix}") if suffix else name
-    words = [w for w in stem.strip("_").split("_") if w]
+    words = [w for w in stem.strip("_").split("_") if w and w != "kernel"]
     words = [w.upper() if w.lower() in ACRONYMS else w for w in words]
     text = " ".join(words)
     return text[:1].upper() + text[1:]

@@ -55,7 +55,6 @@ MUTATIONS: dict[str, Kind] = {
     "roll": Kind(loops.roll, 0.5),
     "hoist": Kind(moves.hoist, 0.7, True),
     "inline": Kind(moves.inline, 0.35, True),
-    "reorder": Kind(moves.reorder, 0.15),
 }
 
 

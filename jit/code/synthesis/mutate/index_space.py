@@ -16,7 +16,7 @@ import ast
 import random
 
 from jit.code.synthesis.mutate.launch import Arg
-from jit.code.synthesis.mutate.names import singular
+from jit.code.synthesis.mutate.names import OWNERS, singular
 from jit.code.synthesis.mutate.syntax import arrays, thread_index
 from jit.code.synthesis.mutate.unit import Unit
 
@@ -56,12 +56,23 @@ def count_names(unit: Unit, index: str, n: int) -> tuple[str, ...]:
     owners = []
     for name in indexed_by(unit, index, n):
         stem = name.strip("_")
-        head = stem.split("_", 1)[0] if "_" in stem else stem
-        if len(head) < 3 or not head.isalpha():
-            continue
-        plural = head if singular(head) != head else f"{head}es" if head.endswith(("s", "x", "sh", "ch")) else f"{head}s"
-        owners.append(f"num_{plural}")
+        if singular(stem) != stem and stem.isalpha() and singular(stem) in OWNERS:
+            owners.append(f"num_{stem}")  # ``points``, ``vertices``
+        elif singular(stem.split("_", 1)[0]) in OWNERS:
+            owners.append(f"num_{plural(singular(stem.split('_', 1)[0]))}")
     return tuple(dict.fromkeys(owners)) or GENERIC_COUNTS
+
+
+def plural(word: str) -> str:
+    return word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else (
+        word + "es" if word.endswith(("s", "x", "sh", "ch")) else word + "s"
+    )
+
+
+def documented_args(unit: Unit) -> bool:
+    """The kernel's docstring lists its parameters (a new one would be missing from the list)."""
+    doc = ast.get_docstring(unit.kernel) or ""
+    return "Args:" in doc or ":param" in doc or "Parameters" in doc
 
 
 def guard(unit: Unit, rng: random.Random) -> str | None:
@@ -73,8 +84,10 @@ def guard(unit: Unit, rng: random.Random) -> str | None:
         return None
     n = unit.launch.dim[0]
     by_shape = indexed_by(unit, index, n)
-    if by_shape and rng.random() < 0.4:
+    if by_shape and (rng.random() < 0.4 or documented_args(unit)):
         bound = f"{rng.choice(by_shape)}.shape[0]"
+    elif documented_args(unit):
+        return None
     else:
         bound = unit.fresh(rng, count_names(unit, index, n))
         unit.add_param(bound, "int", Arg(bound, (), (float(n), float(n)), "in", ("count", 0)))

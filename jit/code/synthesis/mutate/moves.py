@@ -1,11 +1,9 @@
-"""Mutations that move code without changing what it computes: hoist, inline, reorder.
+"""Mutations that move code without changing what it computes: hoist and inline.
 
 - ``hoist`` computes a subexpression one statement earlier into a local named for what it is
   (``d_len = wp.length(d)``, ``point = points[i]``, ``idx = i * 3 + 1``), where it is first
   computed, and reads the local wherever the block computed the value again;
 - ``inline`` puts a pure local read once, in the next statement, back into that statement;
-- ``reorder`` swaps a pair of parallel statements (``a_out[i] = a[i]``, ``b_out[i] = b[i]``)
-  that neither read what the other writes.
 
 The same operations run in the same order on the same values, so a mutant's outputs are the
 seed's bit for bit. None of them makes code less regular than it was: a value with siblings of
@@ -13,7 +11,9 @@ its shape (``wp.floor(uvw[0])`` among three) is not hoisted alone, and statement
 parallel run are not folded into each other. What has no name that says what it is (a product,
 a cast) stays where it is. Nothing moves out of a branch, across a short-circuit (``and``, ``or``,
 ``x if c else y``) or out of a tile call's shape and keyword arguments (they must stay
-compile-time constants). What it leaves out: moves between functions (``helpers``).
+compile-time constants). What it leaves out: moves between functions (``helpers``), folding
+a computation of several steps into one expression, and reordering statements (authors order
+them on purpose: ``i`` before ``j``, the position before the velocity).
 """
 
 from __future__ import annotations
@@ -26,11 +26,8 @@ from collections.abc import Iterator
 from jit.code.synthesis.mutate.syntax import (
     SIMPLE_STATEMENTS,
     arrays,
-    base_name,
     blocks,
-    body_nodes,
     effects,
-    is_docstring,
     is_pure_call,
     is_tile_call,
     breaks_symmetry,
@@ -39,7 +36,7 @@ from jit.code.synthesis.mutate.syntax import (
     tid_names,
     wp_attr,
 )
-from jit.code.synthesis.mutate.names import singular
+from jit.code.synthesis.mutate.names import OWNERS, singular
 from jit.code.synthesis.mutate.unit import RESERVED, Unit
 
 # Warp builtins worth a local of their own, and how the local is named from the argument
@@ -66,6 +63,8 @@ NAMED_CALLS: dict[str, tuple[str, ...]] = {
 # a helper named for what it returns (``compute_pressure(...)`` -> ``pressure``)
 VERB_PREFIXES = ("compute_", "get_", "eval_", "evaluate_", "calc_", "make_")
 INDEX_NAMES = ("idx", "offset", "base", "start")
+MAX_INLINED = 2  # operations of a local put back into the statement that reads it
+MAX_FOLDED = 5  # operations of that statement once it holds the local's value
 MAX_ARG_NAME = 12
 
 
@@ -75,7 +74,10 @@ def element_names(array: str, index: ast.expr) -> tuple[str, ...]:
     one = singular(array.lstrip("_"))
     if one != array.lstrip("_"):
         return (one,)
-    if not isinstance(index, ast.Name):
+    head, _, field = array.partition("_")
+    if field and singular(head) in OWNERS and field.isidentifier():
+        return (field,)  # ``particle_v[i]`` -> ``v``
+    if not isinstance(index, ast.Name) or "_" in array or len(array) > 8:
         return ()
     if len(array) <= 2:
         return (f"{array}{index.id}", f"{array}_{index.id}") if len(index.id) == 1 else ()
@@ -177,9 +179,12 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
         site = sites.pop(rng.randrange(len(sites)))
         body, at, stmt, node, index = site
         if isinstance(node, ast.Subscript):
-            options = element_names(node.value.id, node.slice)
+            # ``dest_offset`` names ``dest_offsets[row]`` only when no other element is read
+            options = () if read_elsewhere(unit, node) else element_names(node.value.id, node.slice)
         else:
             options = hoist_names(node, index)
+            if index and options and not repeated(body, at, node):
+                options = ()  # ``offset = row + 1`` says less than ``row + 1``
         taken = unit.taken()
         options = tuple(o for o in options if o not in taken and o not in RESERVED and o.isidentifier())
         if not options or breaks_symmetry(body, at, node) or left_behind(body, at, node):
@@ -193,6 +198,24 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
         reuse(body, at + 1, node, name)
         return f"hoist:{name}"
     return None
+
+
+def read_elsewhere(unit: Unit, node: ast.Subscript) -> bool:
+    """True if the array of ``node`` is read at another index somewhere in the unit."""
+    text = ast.dump(node.slice)
+    return any(
+        isinstance(n, ast.Subscript)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == node.value.id
+        and ast.dump(n.slice) != text
+        for n in ast.walk(unit.tree)
+    )
+
+
+def repeated(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
+    """True if the block computes ``node``'s value more than once from ``body[at]`` on."""
+    text = ast.dump(node)
+    return sum(ast.dump(n) == text for s in body[at:] for n in ast.walk(s) if isinstance(n, ast.expr)) > 1
 
 
 def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
@@ -279,6 +302,8 @@ def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.N
             following = body[at + 1]
             if len(parallel_run(body, at)) > 1 or len(parallel_run(body, at + 1)) > 1:
                 continue  # one of parallel statements folded into another reads as a slip
+            if operations(stmt.value) > MAX_INLINED or operations(following) + operations(stmt.value) > MAX_FOLDED:
+                continue  # a named step of a longer computation keeps its name
             if (
                 any(uses[0] is n for part in expression_parts(following) for n in ast.walk(part))
                 and not is_base_of_access(following, uses[0])
@@ -288,11 +313,29 @@ def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.N
     return sites
 
 
+def operations(node: ast.AST) -> int:
+    """Arithmetic, comparisons and calls in ``node``."""
+    return sum(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) for n in ast.walk(node))
+
+
 def is_literal_cast(node: ast.expr) -> bool:
     """``float(0.0)``, ``wp.float64(1.0)``: the local fixes a type a bare literal would not."""
     return isinstance(node, (ast.Constant, ast.Call)) and (
         isinstance(node, ast.Constant) or all(isinstance(a, ast.Constant) for a in node.args)
     )
+
+
+def symmetric_use(stmt: ast.stmt, use: ast.Name) -> bool:
+    """True if the expression around ``use`` has siblings of its shape in ``stmt``
+    (``wp.int32(ck)`` next to ``wp.int32(ci)``, ``wp.int32(cj)``): inlining one would leave
+    the others named."""
+    up = {id(c): p for p in ast.walk(stmt) for c in ast.iter_child_nodes(p)}
+    node = up.get(id(use))
+    while node is not None and node is not stmt:
+        if breaks_symmetry([stmt], 0, node):
+            return True
+        node = up.get(id(node))
+    return False
 
 
 def is_base_of_access(tree: ast.AST, name: ast.Name) -> bool:
@@ -306,64 +349,14 @@ def in_tile_arguments(tree: ast.AST, name: ast.Name) -> bool:
 
 def inline(unit: Unit, rng: random.Random) -> str | None:
     sites = [s for fn in unit.functions for s in inline_sites(fn, unit)]
-    if not sites:
+    while sites:
+        body, at, use = sites.pop(rng.randrange(len(sites)))
+        if not symmetric_use(body[at + 1], use):
+            break
+    else:
         return None
-    body, at, use = rng.choice(sites)
     stmt = body.pop(at)
     unit.notes.forget(stmt)
     replace_node(body[at], use, stmt.value)
     unit.touched.add(id(stmt.value))
     return f"inline:{use.id}"
-
-
-def aliases(fn: ast.FunctionDef) -> dict[str, str]:
-    """Locals that may be views of another variable (``row = values[i]``) -> the variable."""
-    roots: dict[str, str] = {}
-    for node in body_nodes(fn):
-        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Subscript, ast.Attribute)):
-            base = base_name(node.value)
-            for t in node.targets:
-                if isinstance(t, ast.Name) and base is not None:
-                    roots[t.id] = roots.get(base, base)
-    return roots
-
-
-def independent(a: ast.stmt, b: ast.stmt, roots: dict[str, str]) -> bool:
-    """True if two adjacent simple statements may run in either order (a write through a view
-    counts as a write to what it views)."""
-    if (
-        not (isinstance(a, SIMPLE_STATEMENTS) and isinstance(b, SIMPLE_STATEMENTS))
-        or is_docstring(a)
-        or is_docstring(b)
-    ):
-        return False
-    ea, eb = effects(a), effects(b)
-    if ea.impure or eb.impure:
-        return False
-    for e in (ea, eb):
-        e.reads |= {roots[n] for n in e.reads if n in roots}
-        e.writes |= {roots[n] for n in e.writes if n in roots}
-    return not (ea.writes & (eb.reads | eb.writes)) and not (eb.writes & ea.reads)
-
-
-def reorder(unit: Unit, rng: random.Random) -> str | None:
-    sites = []
-    for fn in unit.functions:
-        roots = aliases(fn)
-        sites += [
-            (body, at)
-            for body in blocks(fn)
-            for at in range(len(body) - 1)
-            if id(body[at]) not in unit.touched
-            and id(body[at + 1]) not in unit.touched
-            and unit.notes.note(body[at]) is None
-            and unit.notes.note(body[at + 1]) is None
-            and parallel_run(body, at) == body[at : at + 2]
-            and independent(body[at], body[at + 1], roots)
-        ]
-    if not sites:
-        return None
-    body, at = rng.choice(sites)
-    body[at], body[at + 1] = body[at + 1], body[at]
-    unit.touched |= {id(body[at]), id(body[at + 1])}
-    return "reorder"

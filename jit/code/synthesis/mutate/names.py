@@ -14,7 +14,7 @@ import ast
 import random
 import re
 
-from jit.code.synthesis.mutate.syntax import blocks, is_docstring, tid_names
+from jit.code.synthesis.mutate.syntax import array_annotation, blocks, is_docstring, tid_names
 from jit.code.synthesis.mutate.unit import RESERVED, Unit
 
 ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -61,6 +61,13 @@ ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
     ("masses", "mass_arr"),
     ("weights", "w_arr"),
 )
+# things arrays hold one of per element (``particle_x``, ``num_particles``)
+OWNERS = frozenset(
+    {"particle", "point", "body", "vertex", "vert", "edge", "face", "tri", "triangle", "cell", "node", "element",
+     "instance", "contact", "shape", "env", "row", "col", "column", "block", "ray", "query", "joint", "spring",
+     "voxel", "pixel", "sample", "item", "agent", "atom", "bond", "link", "mesh", "sphere", "box", "tet", "quad",
+     "segment", "line", "param", "record", "entry", "key", "bucket", "tile", "corner", "grain"}
+)
 ROLE_OF = {name: group for group in ROLE_GROUPS for name in group}
 THREAD_INDEX = ROLE_GROUPS[0]
 
@@ -72,6 +79,7 @@ def rename(unit: Unit, rng: random.Random, p: float = 0.5) -> list[str]:
         params = {a.arg for a in fn.args.args}
         stores = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         names = sorted(stores | params) if fn is unit.kernel else sorted(stores - params)
+        arrays = {a.arg for a in fn.args.args if array_annotation(a.annotation) is not None}
         tids = {t for body in blocks(fn) for st in body for t in (tid_names(st) or ())}
         # ``i, j = wp.tid()``: renaming one index of a grid alone would break the pair
         grid = {t for body in blocks(fn) for st in body if len(tid_names(st) or ()) > 1 for t in tid_names(st)}
@@ -82,6 +90,7 @@ def rename(unit: Unit, rng: random.Random, p: float = 0.5) -> list[str]:
             # name of the thread index's group is renamed only if it holds the thread index
             if (
                 group is None
+                or (old in arrays and not old.endswith("s"))  # an array of faces is no ``face_index``
                 or old in grid
                 or old in words  # ``data`` of ``data_i``: the derived name would stop saying it
                 or (len(old) == 1 and old not in tids)
@@ -112,10 +121,13 @@ def rename_in(fn: ast.FunctionDef, old: str, new: str) -> None:
 
 
 def rename_in_docstring(fn: ast.FunctionDef, old: str, new: str) -> None:
-    """A docstring that documents parameter ``old`` documents ``new``."""
+    """A docstring that documents parameter ``old`` documents ``new``: where it quotes it as code
+    (```old```) or lists it (``old: ...``); a word of its prose stays a word (``points`` in
+    "the points of the mesh")."""
     if fn.body and is_docstring(fn.body[0]):
         doc = fn.body[0].value
-        doc.value = re.sub(rf"\b{re.escape(old)}\b", new, doc.value)
+        doc.value = re.sub(rf"(?<=`){re.escape(old)}(?=`)", new, doc.value)
+        doc.value = re.sub(rf"(?m)^(\s*){re.escape(old)}(?=\s*(\(.*\))?:)", rf"\g<1>{new}", doc.value)
 
 
 def singular(word: str) -> str:

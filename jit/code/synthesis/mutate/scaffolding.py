@@ -183,7 +183,7 @@ def testing_comment(text: str) -> bool:
 # kernels of tests that only probe a feature
 
 PROBE_WORDS = frozenset(
-    {"noop", "probe", "dummy", "trivial", "eager", "generic", "use", "check", "foo", "bar", "baz", "repro"}
+    {"noop", "probe", "dummy", "trivial", "eager", "generic", "use", "check", "foo", "bar", "baz", "repro", "slow", "spin", "sleep"}
 )
 # what a test's docstring says when it states the property checked, not what the kernel computes
 CLAIM = re.compile(r"\b(must|should|ensures?|regression|repro(duces?)?|bug|issue)\b", re.IGNORECASE)

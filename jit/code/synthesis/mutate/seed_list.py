@@ -128,7 +128,9 @@ def prepare(kernel: reference.RealKernel) -> tuple[str, str] | str:
         why = scaffolding.probe(unit.kernel)
         if why:
             return f"a test probe: {why}"
-        unit.kernel.name = scaffolding.test_name(unit.kernel.name)
+        name = scaffolding.test_name(unit.kernel.name)
+        if name not in unit.taken():  # a helper may hold the name already
+            unit.kernel.name = name
         body = unit.kernel.body
         if body and is_docstring(body[0]) and scaffolding.claims(body[0].value.value):
             body.pop(0)
