@@ -1,4 +1,4 @@
-"""``jit-synth``: generate | extract | trace | validate | stats | split | export | report.
+"""``jit-synth``: generate | extract | trace | validate | stats | split | export | report | bench.
 
 argparse only: each command module (``jit.code.commands``) adds its own arguments and runs.
 """
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from jit.code.commands import common, export, extract, generate, report, split, stats, trace, validate
+from jit.code.commands import bench, common, export, extract, generate, report, split, stats, trace, validate
 
 COMMANDS = {"generate": generate, "extract": extract, "trace": trace, "stats": stats, "validate": validate,
-            "split": split, "export": export, "report": report}
+            "split": split, "export": export, "report": report, "bench": bench}
 
 
 def build_parser() -> common.OneLineParser:

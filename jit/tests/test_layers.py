@@ -21,7 +21,7 @@ LAYERS = [
     ("commands", ("jit.code.commands",)),
     ("sources", ("jit.code.synthesis.batch_generator", "jit.code.harvest")),
     ("synthesis", ("jit.code.synthesis",)),
-    ("export and report", ("jit.code.export", "jit.code.report")),
+    ("export and report", ("jit.code.export", "jit.code.report", "jit.code.evaluation")),
     ("checks", ("jit.code.checks",)),
     ("engine", ("jit.code.engine",)),
     ("analysis", ("jit.code.analysis",)),
