@@ -4,7 +4,7 @@ A seed (``seed_list``) is a real kernel from Warp's examples, library code or te
 test scaffolding (``scaffolding``), with the launch read from its code (``infer``, ``bounds``)
 and checked by running it (``verify``). A mutant (``driver``) changes its precision or vector
 width (``retype``), its data layout (``layout``), its index space (``index_space``: a bounds
-guard on a real count, a flattened grid), its helper functions (``helpers``), its loop forms
+guard on a real count), its helper functions (``helpers``), its loop forms
 (``loops``), where values are computed (``moves``) and what things are called (``names``),
 and carries the seed's launch, edited by every mutation that touched a parameter (``launch``).
 ``unit`` holds one mutant in the making, ``source`` writes it back with the seed's comments,
@@ -12,7 +12,9 @@ and carries the seed's launch, edited by every mutation that touched a parameter
 (``python -m jit.code.synthesis.mutate --rebuild-seeds``).
 
 What it leaves out: swapping operators or builtins, perturbing constants, and adding branches
-or loops that gate nothing: each would make a bug or noise, not a variant.
+or loops that gate nothing: each would make a bug or noise, not a variant; and the rewrites
+reviewers flagged as a machine's (vectors split into component arrays, flattened grids,
+reordered statements).
 """
 
 from jit.code.synthesis.mutate.driver import (
