@@ -13,8 +13,9 @@ import importlib.metadata
 import os
 import pickle
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 V = TypeVar("V")
 

@@ -1,0 +1,340 @@
+"""Pattern family of tile kernels: block-level linear algebra and reductions, as Warp's tile
+examples write them (``wp.launch_tiled``, one block of threads per tile).
+
+Each kernel loads tiles with ``wp.tile_load`` from its block's part of the arrays (``wp.tid()`` is
+the block index), computes with tile operations and stores with ``wp.tile_store`` or adds its
+partial result with ``wp.tile_atomic_add``:
+
+- blocked sums, dot products and squared norms of arrays, reduced per block then added atomically;
+- a row-wise softmax (shifted by the row maximum) and a row-wise layer normalisation;
+- a matrix-vector product, one block per row, with an optional bias and scale;
+- ``y = a x + y`` over blocks of an array;
+- a blocked transpose of a matrix, each block moving one square tile;
+- inclusive or exclusive prefix sums per block, with each block's total.
+
+Tile sizes are module constants (``wp.constant``) or plain ints, named with the kernel's suffix
+like every module-level name a generated kernel defines. What it leaves out: ``tile_matmul``
+(its CUDA build links MathDx, far heavier than every other kernel), Cholesky and FFT.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from jit.code.synthesis import types as T
+from jit.code.synthesis.categories.patterns import docstring, sentence
+from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.stmt import INDENT, Param
+
+BLOCK_DIMS = (32, 64, 128)
+NAMES = {  # kind -> the names a kernel of that kind takes
+    "sum": ("sum_blocks", "block_sum", "reduce_sum", "mean", "average", "reduce_mean"),
+    "dot": ("dot_product", "tile_dot", "inner_product"),
+    "norm": ("squared_norm", "norm_sq", "vector_norm"),
+    "softmax": ("softmax_rows", "row_softmax", "softmax"),
+    "log_softmax": ("log_softmax", "log_softmax_rows", "row_log_softmax"),
+    "layer_norm": ("layer_norm", "normalize_rows", "layernorm_forward"),
+    "rms_norm": ("rms_norm", "rmsnorm_forward", "rms_normalize"),
+    "matvec": ("matvec", "gemv", "mat_vec_mul"),
+    "dense": ("dense_forward", "linear_layer", "fully_connected"),
+    "axpy": ("axpy", "saxpy", "scaled_add"),
+    "transpose": ("transpose", "transpose_tiled", "tile_transpose_matrix"),
+    "scan": ("block_scan", "prefix_sum", "scan_blocks"),
+}
+
+
+@dataclass
+class TileKernel:
+    """A finished tile kernel: its source as written, and what the generator's metadata reads."""
+
+    name: str
+    text: str
+    params: list[Param]
+    dims: list[int]
+    block_dim: int
+    budget: int
+    funcs: list[str] = field(default_factory=list)
+    structs: list = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def source(self, eliminate: bool = True) -> str:
+        return self.text
+
+
+class Writer:
+    """Parameters, module constants, helpers and body lines of one tile kernel."""
+
+    def __init__(self, rng: random.Random, suffix: str):
+        self.rng, self.suffix = rng, suffix
+        self.params: list[Param] = []
+        self.constants: list[str] = []
+        self.funcs: list[str] = []
+        self.lines: list[str] = []
+        self.real = rng.choice((T.FLOAT32, T.FLOAT32, T.FLOAT32, T.FLOAT64))
+        self.spell = "float" if self.real is T.FLOAT32 and rng.random() < 0.6 else self.real.py
+
+    def use(self, t: T.WType) -> None:
+        """Work in ``t`` (a kind whose tile operations Warp offers for fewer types)."""
+        self.real = t
+        plain = {"float32": "float", "int32": "int"}.get(t.name)
+        self.spell = plain if plain and self.rng.random() < 0.6 else t.py
+
+    def name(self, base: str) -> str:
+        return f"{base}_{self.suffix}"
+
+    def constant(self, base: str, value: int) -> str:
+        """A module-level tile size, ``wp.constant`` or a plain int (both are compile-time in kernels)."""
+        name = self.name(base)
+        self.constants.append(f"{name} = wp.constant({value})" if self.rng.random() < 0.5 else f"{name} = {value}")
+        return name
+
+    def array(self, name: str, shape: tuple[int, ...], role: str = "in", lo: float = -1.0, hi: float = 1.0) -> str:
+        self.params.append(Param(name, "array", self.real, len(shape), role, (lo, hi), shape))
+        return name
+
+    def scalar(self, name: str, lo: float, hi: float) -> str:
+        self.params.append(Param(name, "scalar", self.real, 0, "in", (lo, hi)))
+        return name
+
+    def annotation(self, p: Param) -> str:
+        if p.kind == "scalar":
+            return self.spell
+        kind = "wp.array2d" if p.ndim == 2 else "wp.array"
+        return f"{kind}(dtype={self.spell})"
+
+    def add(self, *lines: str) -> None:
+        self.lines += lines
+
+    def literal(self, value: float) -> str:
+        text = repr(float(value))
+        return text if self.real is T.FLOAT32 else f"{self.real.py}({text})"
+
+    def finish(self, base: str, dims: list[int], block_dim: int, purpose: str, detail: str = "",
+               differentiable: bool = True) -> TileKernel:
+        name = self.name(base)
+        tids = "i" if len(dims) == 1 else "i, j"
+        sig = ", ".join(f"{p.name}: {self.annotation(p)}" for p in self.params)
+        kernel = ["@wp.kernel", f"def {name}({sig}):", docstring(sentence(purpose), sentence(detail) if detail else ""),
+                  f"{INDENT}{tids} = wp.tid()", *(INDENT + line for line in self.lines)]
+        parts = ["import warp as wp", "\n".join(self.constants), *self.funcs, "\n".join(kernel)]
+        text = "\n\n\n".join(p for p in parts if p) + "\n"
+        meta = {"deterministic": True, "needs_runtime_objects": False, "reason": None,
+                "differentiable": differentiable, "record": {"purpose": sentence(purpose)}}
+        return TileKernel(name, text, self.params, dims, block_dim, len(self.lines), self.funcs, [], meta)
+
+
+def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
+    """A sum, dot product or squared norm of whole arrays: per-block partial sums added atomically."""
+    blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
+    tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BLOCK_SIZE")), size)
+    n = blocks * size
+    if kind == "dot":
+        x, other = rng.choice((("a", "b"), ("x", "y")))
+        w.array(x, (n,))
+        w.array(other, (n,))
+    else:
+        x = w.array(rng.choice(("values", "x", "data")), (n,))
+    total = w.array(rng.choice(("total", "result", "out")), (1,), "out")
+    w.add(f"{x}_tile = wp.tile_load({x}, shape={tile}, offset=i * {tile})")
+    weights = w.array(rng.choice(("weights", "w")), (n,), lo=0.0, hi=1.0) \
+        if kind != "norm" and rng.random() < 0.3 else None
+    if weights:  # inputs before the output
+        w.params.insert(next(k for k, q in enumerate(w.params) if q.name == total), w.params.pop())
+    terms = f"{x}_tile"
+    if kind == "dot":
+        w.add(f"{other}_tile = wp.tile_load({other}, shape={tile}, offset=i * {tile})")
+        terms = f"wp.tile_map(wp.mul, {x}_tile, {other}_tile)"
+        purpose = f"Dot product of {x} and {other}"
+    elif kind == "norm":
+        terms = f"wp.tile_map(wp.mul, {x}_tile, {x}_tile)" if rng.random() < 0.6 else f"wp.tile_map(wp.abs, {x}_tile)"
+        purpose = f"Squared norm of {x}" if "mul" in terms else f"L1 norm of {x}"
+    else:
+        purpose = f"Sum of {x}"
+    if weights:
+        w.add(f"{weights}_tile = wp.tile_load({weights}, shape={tile}, offset=i * {tile})")
+        terms = f"wp.tile_map(wp.mul, {terms}, {weights}_tile)"
+        purpose = "Weighted " + purpose[0].lower() + purpose[1:] + f" with weights {weights}"
+    w.add(f"partial = wp.tile_sum({terms})")
+    mean = kind == "sum" and not weights and rng.random() < 0.3
+    if mean:  # every block adds its share of the mean
+        w.add(f"partial = partial * (1.0 / float({x}.shape[0]))" if w.real is T.FLOAT32 else
+              f"partial = partial * ({w.real.py}(1.0) / {w.real.py}({x}.shape[0]))")
+        purpose = f"Mean of {x}"
+    purpose += ": each block reduces its tile and adds its partial " + ("share" if mean else "sum")
+    w.add(f"wp.tile_atomic_add({total}, partial)")
+    base = rng.choice(NAMES[kind][3:] if mean else NAMES[kind][:3])
+    return w.finish(base, [blocks], rng.choice(BLOCK_DIMS), purpose + f" to {total}[0]",
+                    f"Launched with one block per {size} values; {total} starts at zero")
+
+
+def _softmax(w: Writer, rng: random.Random) -> TileKernel:
+    rows, cols = rng.choice((4, 8, 16)), rng.choice((32, 64))
+    width = w.constant(rng.choice(("ROW_SIZE", "N", "NUM_CLASSES")), cols)
+    x = w.array(rng.choice(("logits", "scores", "x")), (rows, cols))
+    temperature = w.scalar("temperature", 0.5, 2.0) if rng.random() < 0.35 else None
+    y = w.array(rng.choice(("probs", "y", "out")), (rows, cols), "out")
+    view = rng.random() < 0.5  # a row view x[i], or a (1, N) tile at offset (i, 0)
+    shape = f"({width},)" if view else f"(1, {width})"
+    w.add(f"row = wp.tile_load({x}[i], shape={width})" if view else
+          f"row = wp.tile_load({x}, shape=(1, {width}), offset=(i, 0))")
+    if temperature:
+        w.add(f"row = row * (1.0 / {temperature})" if w.real is T.FLOAT32 else
+              f"row = row * ({w.real.py}(1.0) / {temperature})")
+    log = rng.random() < 0.35
+    w.add("# subtract the row maximum so that exp cannot overflow", "row_max = wp.tile_max(row)")
+    if log:  # log-probabilities: the shifted logits less the log of their exponentials' sum
+        w.add(f"shifted = row - wp.tile_broadcast(row_max, shape={shape})",
+              "total = wp.tile_sum(wp.tile_map(wp.exp, shifted))")
+        result = f"shifted - wp.tile_broadcast(wp.tile_map(wp.log, total), shape={shape})"
+    else:
+        w.add(f"e = wp.tile_map(wp.exp, row - wp.tile_broadcast(row_max, shape={shape}))", "total = wp.tile_sum(e)")
+        result = f"e / wp.tile_broadcast(total, shape={shape})"
+    w.add(f"wp.tile_store({y}[i], {result})" if view else f"wp.tile_store({y}, {result}, offset=(i, 0))")
+    detail = f"It divides the logits by {temperature} first" if temperature else ""
+    what = "Log-softmax" if log else "Softmax"
+    return w.finish(rng.choice(NAMES["log_softmax" if log else "softmax"]), [rows], rng.choice(BLOCK_DIMS),
+                    f"{what} of each row of {x}, one block per row", detail)
+
+
+def _layer_norm(w: Writer, rng: random.Random) -> TileKernel:
+    w.use(T.FLOAT32)  # tile_broadcast of a float64 reduction has no overload in Warp 1.19
+    rows, cols = rng.choice((4, 8, 16)), rng.choice((32, 64))
+    width = w.constant(rng.choice(("FEATURES", "N", "DIM")), cols)
+    x = w.array(rng.choice(("x", "features", "inputs")), (rows, cols))
+    rms = rng.random() < 0.35  # RMS normalisation: no mean subtracted
+    affine = rng.random() < 0.5
+    gamma = w.array(rng.choice(("gamma", "weight")), (cols,), lo=0.5, hi=1.5) if affine or rms else None
+    beta = w.array(rng.choice(("beta", "bias")), (cols,)) if affine and not rms else None
+    eps = w.scalar("eps", 1.0e-5, 1.0e-5) if rng.random() < 0.5 else "1.0e-5"
+    y = w.array(rng.choice(("y", "normalized", "out")), (rows, cols), "out")
+    inv_n = f"1.0 / float({width})"
+    w.add(f"row = wp.tile_load({x}[i], shape={width})")
+    if rms:
+        w.add(f"mean_sq = wp.tile_sum(wp.tile_map(wp.mul, row, row)) * ({inv_n})",
+              "# eps keeps a zero row finite",
+              f"inv_rms = 1.0 / wp.sqrt(wp.tile_extract(mean_sq, 0) + {eps})",
+              f"normed = wp.tile_map(wp.mul, row * inv_rms, wp.tile_load({gamma}, shape={width}))")
+    else:
+        w.add(f"mean = wp.tile_sum(row) * ({inv_n})",
+              f"centered = row - wp.tile_broadcast(mean, shape=({width},))",
+              f"var = wp.tile_sum(wp.tile_map(wp.mul, centered, centered)) * ({inv_n})",
+              "# eps keeps a constant row finite",
+              f"inv_std = 1.0 / wp.sqrt(wp.tile_extract(var, 0) + {eps})",
+              "normed = centered * inv_std")
+        if affine:
+            w.add(f"normed = wp.tile_map(wp.mul, normed, wp.tile_load({gamma}, shape={width})) "
+                  f"+ wp.tile_load({beta}, shape={width})")
+    w.add(f"wp.tile_store({y}[i], normed)")
+    if rms:
+        return w.finish(rng.choice(NAMES["rms_norm"]), [rows], rng.choice(BLOCK_DIMS),
+                        f"RMS normalisation of each row of {x}, scaled per feature by {gamma}, one block per row")
+    detail = f"It scales by {gamma} and shifts by {beta} per feature" if affine else ""
+    return w.finish(rng.choice(NAMES["layer_norm"]), [rows], rng.choice(BLOCK_DIMS),
+                    f"Layer normalisation of each row of {x} to zero mean and unit variance, one block per row", detail)
+
+
+def _matvec(w: Writer, rng: random.Random) -> TileKernel:
+    rows, cols = rng.choice((4, 8, 16, 32)), rng.choice((32, 64))
+    width = w.constant(rng.choice(("COLS", "N", "TILE_N")), cols)
+    a = w.array(rng.choice(("A", "matrix", "weights")), (rows, cols))
+    x = w.array(rng.choice(("x", "v", "inputs")), (cols,))
+    bias = w.array(rng.choice(("b", "bias")), (rows,)) if rng.random() < 0.4 else None
+    alpha = w.scalar(rng.choice(("alpha", "scale")), 0.5, 2.0) if rng.random() < 0.3 else None
+    activation = rng.choice((None, None, "wp.tanh", "relu"))
+    if activation == "relu":
+        activation = w.name("relu")
+        w.funcs.append(f"@wp.func\ndef {activation}(x: {w.spell}):\n{INDENT}return wp.max(x, {w.literal(0.0)})")
+    y = w.array(rng.choice(("y", "out", "result")), (rows,), "out")
+    w.add(f"row = wp.tile_load({a}[i], shape={width})", f"{x}_tile = wp.tile_load({x}, shape={width})",
+          f"dot = wp.tile_sum(wp.tile_map(wp.mul, row, {x}_tile))")
+    if alpha:
+        w.add(f"dot = dot * {alpha}")
+    if bias:
+        w.add(f"dot = dot + wp.tile_load({bias}, shape=1, offset=i)")
+    if activation:
+        w.add(f"dot = wp.tile_map({activation}, dot)")
+    w.add(f"wp.tile_store({y}, dot, offset=i)")
+    product = (f"{alpha} {a} {x}" if alpha else f"{a} {x}") + (f" + {bias}" if bias else "")
+    if activation:
+        fn = "tanh" if activation == "wp.tanh" else "relu"
+        purpose = f"Dense layer {y} = {fn}({product}), one block per output row"
+    else:
+        purpose = f"Matrix-vector product {y} = {product}, one block per row"
+    return w.finish(rng.choice(NAMES["dense" if activation else "matvec"]), [rows], rng.choice(BLOCK_DIMS), purpose)
+
+
+def _axpy(w: Writer, rng: random.Random) -> TileKernel:
+    blocks = rng.choice((2, 4, 8))
+    size = rng.choice((32, 64))
+    tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BLOCK")), size)
+    alpha = w.scalar(rng.choice(("alpha", "a", "scale")), -2.0, 2.0)
+    beta = w.scalar("beta", -2.0, 2.0) if alpha == "alpha" and rng.random() < 0.4 else None
+    w.array("x", (blocks * size,))
+    in_place = rng.random() < 0.5
+    y = w.array("y", (blocks * size,), "inout" if in_place else "in")
+    out = y if in_place else w.array(rng.choice(("z", "out")), (blocks * size,), "out")
+    y_term = f"{beta} * y_tile" if beta else "y_tile"
+    w.add(f"x_tile = wp.tile_load(x, shape={tile}, offset=i * {tile})",
+          f"y_tile = wp.tile_load(y, shape={tile}, offset=i * {tile})",
+          f"wp.tile_store({out}, {alpha} * x_tile + {y_term}, offset=i * {tile})")
+    combination = f"{alpha} x + {beta} y" if beta else f"{alpha} x + y"
+    purpose = f"Scaled vector addition {out} = {combination} over tiles of {size} values" + (", in place" if in_place else "")
+    return w.finish(rng.choice(NAMES["axpy"]), [blocks], rng.choice(BLOCK_DIMS), purpose)
+
+
+def _transpose(w: Writer, rng: random.Random) -> TileKernel:
+    size = rng.choice((8, 16))
+    tile = w.constant(rng.choice(("TILE", "TILE_DIM", "BLOCK")), size)
+    bi, bj = rng.choice((1, 2, 3)), rng.choice((1, 2, 3))
+    a = w.array(rng.choice(("a", "src", "matrix")), (bi * size, bj * size))
+    b = w.array(rng.choice(("b", "dst", "transposed")), (bj * size, bi * size), "out")
+    scale = w.scalar(rng.choice(("alpha", "scale")), -2.0, 2.0) if rng.random() < 0.3 else None
+    if scale:  # the scalar before the output, as callers pass it
+        w.params.insert(len(w.params) - 2, w.params.pop())
+    w.add(f"t = wp.tile_load({a}, shape=({tile}, {tile}), offset=(i * {tile}, j * {tile}))",
+          f"wp.tile_store({b}, {'wp.tile_transpose(t) * ' + scale if scale else 'wp.tile_transpose(t)'}, "
+          f"offset=(j * {tile}, i * {tile}))")
+    what = f"{scale} times the transpose of {a}" if scale else f"the transpose of {a}"
+    return w.finish(rng.choice(NAMES["transpose"]), [bi, bj],
+                    rng.choice(BLOCK_DIMS), f"Write {what} into {b}, each block moving one {size} x {size} tile")
+
+
+def _scan(w: Writer, rng: random.Random) -> TileKernel:
+    counts = rng.random() < 0.5  # integer counts to offsets (as stream compaction needs) or float values
+    w.use(T.INT32 if counts else T.FLOAT32)  # Warp's tile scans take float32, int32 and uint32
+    blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
+    tile = w.constant(rng.choice(("TILE_SIZE", "SCAN_SIZE", "BLOCK")), size)
+    x = w.array(rng.choice(("counts", "sizes")) if counts else rng.choice(("values", "x")), (blocks * size,),
+                lo=0 if counts else -1.0, hi=4 if counts else 1.0)
+    y = w.array(rng.choice(("offsets", "starts")) if counts else rng.choice(("prefix", "y")), (blocks * size,), "out")
+    inclusive = rng.random() < 0.5
+    totals = w.array(rng.choice(("block_totals", "block_sums")), (blocks,), "out") if rng.random() < 0.6 else None
+    scan = "wp.tile_scan_inclusive" if inclusive else "wp.tile_scan_exclusive"
+    w.add(f"t = wp.tile_load({x}, shape={tile}, offset=i * {tile})", f"s = {scan}(t)",
+          f"wp.tile_store({y}, s, offset=i * {tile})")
+    if totals:
+        last = f"s[{tile} - 1]" if inclusive else f"s[{tile} - 1] + t[{tile} - 1]"
+        if not inclusive:
+            w.add("# the exclusive scan leaves out the block's last value")
+        w.add(f"{totals}[i] = {last}")
+    kind = "inclusive" if inclusive else "exclusive"
+    purpose = f"{kind.capitalize()} prefix sums of {x} within each block of {size} values"
+    detail = f"It writes each block's total to {totals}" if totals else ""
+    return w.finish(rng.choice(NAMES["scan"]), [blocks], rng.choice(BLOCK_DIMS),
+                    purpose, detail, differentiable=False)
+
+
+KINDS = {"sum": lambda w, rng: _reduce(w, rng, "sum"), "dot": lambda w, rng: _reduce(w, rng, "dot"),
+         "norm": lambda w, rng: _reduce(w, rng, "norm"), "softmax": _softmax, "layer_norm": _layer_norm,
+         "matvec": _matvec, "axpy": _axpy, "transpose": _transpose, "scan": _scan}
+
+
+def build(kind: str, rng: random.Random, suffix: str) -> TileKernel:
+    return KINDS[kind](Writer(rng, suffix), rng)
+
+
+@register("tile_blocks", 1.0, source="patterns")
+def tile_blocks(rng, name, suffix, complexity):
+    return build(rng.choice(sorted(KINDS)), rng, suffix)
