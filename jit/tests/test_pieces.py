@@ -107,6 +107,10 @@ def inputs(**makers):
     return lambda rng, n: {k: (m(rng, n) if callable(m) else np.full((n,), m)) for k, m in makers.items()}
 
 
+def assert_finite(a):
+    assert np.all(np.isfinite(a))
+
+
 def close(a, b, rtol=1e-4, atol=1e-5):
     np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=rtol, atol=atol)
 
@@ -191,6 +195,8 @@ def check_clamp(i, o):
 
 
 case("clamp_speed", inputs(v=U(-3, 3, 3), max_speed=U(1, 3)), check_clamp)
+case("position_drift", inputs(x=U(-1, 1, 2), v=U(-1, 1, 2), dt=U(0.001, 0.01)),
+     lambda i, o: close(o["x"], i["x"] + i["v"] * col(i["dt"])), dim=2)
 case("velocity_kick", inputs(v=U(-1, 1, 3), a=U(-2, 2, 3), dt=U(0.001, 0.01)),
      lambda i, o: close(o["v"], i["v"] + i["a"] * col(i["dt"])))
 case("velocity_from_positions", inputs(x_prev=U(-1, 1, 3), x=U(-1, 1, 3), dt=U(0.001, 0.01)),
@@ -217,9 +223,26 @@ def check_edge(i, o):
 
 
 case("edge_geometry", inputs(x_i=U(-1, 1, 3), x_j=U(-1, 1, 3)), check_edge)
-case("hooke_force", lambda rng, n: {"n": unit_vectors(rng, n, 3), "length": rng.uniform(0.1, 1, n),
-                                    "rest": rng.uniform(0.1, 1, n), "k": rng.uniform(10, 100, n)},
+def stretch_inputs(rng, count, **more):
+    length, rest = rng.uniform(0.1, 1, count), rng.uniform(0.1, 1, count)
+    return {"length": length, "rest": rest, "stretch": length - rest, **{k: m(rng, count) for k, m in more.items()}}
+
+
+case("edge_stretch", inputs(length=U(0.1, 1), rest=U(0.1, 1)),
+     lambda i, o: close(o["stretch"], i["length"] - i["rest"]))
+case("hooke_force", lambda rng, n: stretch_inputs(rng, n, n=lambda r, m: unit_vectors(r, m, 3), k=U(10, 100)),
      lambda i, o: close(o["f"], i["n"] * col(i["k"] * (i["length"] - i["rest"])), rtol=1e-3, atol=1e-4))
+
+
+def triangles(rng, n):
+    x0, x1, x2 = (rng.uniform(-1, 1, (n, 3)) for _ in range(3))
+    return {"x0": x0, "x1": x1, "x2": x2, "a": 0.5 * np.cross(x1 - x0, x2 - x0)}
+
+
+def check_vector_area(i, o):
+    c = np.cross(i["x1"] - i["x0"], i["x2"] - i["x0"])
+    close(norm(o["a"]), 0.5 * norm(c), atol=1e-6)  # as long as the area (half the parallelogram)
+    close(o["a"] / col(norm(o["a"])), c / col(norm(c)), atol=1e-4)  # along the right-hand normal
 
 
 def check_triangle(i, o):
@@ -228,21 +251,25 @@ def check_triangle(i, o):
     close(o["n"], c / col(norm(c)), atol=1e-4)
 
 
-case("triangle_normal_area", inputs(x0=U(-1, 1, 3), x1=U(-1, 1, 3), x2=U(-1, 1, 3)), check_triangle)
+case("triangle_vector_area", triangles, check_vector_area)
+case("triangle_normal_area", triangles, check_triangle)
+case("triangle_normal", triangles, lambda i, o: close(o["n"], i["a"] / col(norm(i["a"])), atol=1e-4))
+
+
+def face_inputs(rng, n):
+    t = triangles(rng, n)
+    return {**t, "n": t["a"] / col(norm(t["a"])), "area": norm(t["a"]), "v_rel": rng.uniform(-2, 2, (n, 3)),
+            "k": rng.uniform(0, 2, n), "p": rng.uniform(0, 5, n)}
 
 
 def check_normal_drag(i, o):
     vn = dot(i["v_rel"], i["n"])
-    close(o["f"], i["n"] * col(-i["k"] * i["area"] * vn * np.abs(vn)), atol=1e-6)
+    close(o["f"], i["n"] * col(-i["k"] * i["area"] * vn * np.abs(vn)), atol=1e-5)
     assert np.all(dot(o["f"], i["n"]) * vn <= 1e-9)  # it always opposes the motion along the normal
 
 
-case("normal_drag_force", lambda rng, n: {"n": unit_vectors(rng, n, 3), "area": rng.uniform(0, 0.5, n),
-                                          "v_rel": rng.uniform(-2, 2, (n, 3)), "k": rng.uniform(0, 2, n)},
-     check_normal_drag)
-case("inflation_force", lambda rng, n: {"n": unit_vectors(rng, n, 3), "area": rng.uniform(0, 0.5, n),
-                                        "p": rng.uniform(0, 5, n)},
-     lambda i, o: close(o["f"], i["n"] * col(i["p"] * i["area"])))
+case("normal_drag_force", face_inputs, check_normal_drag)
+case("inflation_force", face_inputs, lambda i, o: close(o["f"], i["n"] * col(i["p"] * i["area"]), atol=1e-5))
 
 
 def unit_vectors(rng, n, d):
@@ -250,16 +277,18 @@ def unit_vectors(rng, n, d):
     return v / col(norm(v))
 
 
-case("tension_only_force", lambda rng, n: {"n": unit_vectors(rng, n, 3), "length": rng.uniform(0.1, 1, n),
-                                           "rest": rng.uniform(0.1, 1, n), "k": rng.uniform(10, 100, n)},
+case("tension_only_force", lambda rng, n: stretch_inputs(rng, n, n=lambda r, m: unit_vectors(r, m, 3),
+                                                         k=U(10, 100)),
      lambda i, o: close(o["f"], i["n"] * col(i["k"] * np.maximum(i["length"] - i["rest"], 0)), rtol=1e-3, atol=1e-4))
 case("spring_damping_force", lambda rng, n: {"n": unit_vectors(rng, n, 3), "v_i": rng.uniform(-1, 1, (n, 3)),
                                              "v_j": rng.uniform(-1, 1, (n, 3)), "kd": rng.uniform(0, 1, n)},
      lambda i, o: close(o["f"], i["n"] * col(i["kd"] * dot(i["v_j"] - i["v_i"], i["n"]))))
-case("spring_energy", inputs(length=U(0.1, 1), rest=U(0.1, 1), k=U(10, 100)),
+case("spring_energy", lambda rng, n: stretch_inputs(rng, n, k=U(10, 100)),
      lambda i, o: close(o["e"], 0.5 * i["k"] * (i["length"] - i["rest"]) ** 2, rtol=1e-3, atol=1e-5))
-case("edge_strain", inputs(length=U(0.1, 1), rest=U(0.1, 1)),
+case("edge_strain", stretch_inputs,
      lambda i, o: close(o["strain"], (i["length"] - i["rest"]) / i["rest"], rtol=1e-4, atol=1e-5))
+case("edge_strain", lambda rng, n: {"stretch": rng.uniform(0, 1, n), "rest": np.zeros(n)},
+     lambda i, o: (assert_finite(o["strain"]), close(o["strain"], i["stretch"] / 1e-6, rtol=1e-4)), tag="_zero_rest")
 
 
 def check_penalty(i, o):
@@ -276,8 +305,9 @@ case("contact_penalty_force", lambda rng, n: {"n": unit_vectors(rng, n, 2), "len
 def pbd_inputs(rng, n, dim=3):
     xi, xj = rng.uniform(-1, 1, (n, dim)), rng.uniform(-1, 1, (n, dim))
     d = xj - xi
+    rest = rng.uniform(0.1, 1, n)
     return {"x_i": xi, "x_j": xj, "n": d / col(norm(d)), "length": norm(d), "w_i": rng.uniform(0, 2, n),
-            "w_j": rng.uniform(0.1, 2, n), "rest": rng.uniform(0.1, 1, n)}
+            "w_j": rng.uniform(0.1, 2, n), "rest": rest, "c": norm(d) - rest}
 
 
 def check_projection(i, o):
@@ -287,9 +317,9 @@ def check_projection(i, o):
 
 
 def contact_pair_inputs(rng, n):
+    v_i, v_j = rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, (n, 3))
     return {"n": unit_vectors(rng, n, 3), "length": rng.uniform(0, 0.5, n), "reach": rng.uniform(0.1, 0.4, n),
-            "v_i": rng.uniform(-1, 1, (n, 3)), "v_j": rng.uniform(-1, 1, (n, 3)), "kd": rng.uniform(0, 10, n),
-            "kt": rng.uniform(0, 5, n)}
+            "v_i": v_i, "v_j": v_j, "v_rel": v_j - v_i, "kd": rng.uniform(0, 10, n), "kt": rng.uniform(0, 5, n)}
 
 
 def check_contact_damping(i, o):
@@ -922,6 +952,27 @@ def check_ray_box(i, o):
 case("ray_sphere", ray_inputs, check_ray_sphere)
 case("ray_ground", ray_inputs, check_ray_ground)
 case("ray_box", ray_inputs, check_ray_box)
+
+
+def axis_rays(rng, n):
+    """Rays along a coordinate axis whose origin lies on a slab plane: 0 * 1/0 would be NaN."""
+    i = ray_inputs(rng, n)
+    axis = rng.integers(0, 3, n)
+    i["d"] = np.eye(3)[axis] * rng.choice([-1.0, 1.0], (n, 1))
+    i["o"] = rng.uniform(-0.5, 0.5, (n, 3))
+    side = (axis + 1) % 3  # on the lower or upper plane of another axis, so it runs along a face
+    plane = np.where(rng.random(n) < 0.5, i["lower"][np.arange(n), side], i["upper"][np.arange(n), side])
+    i["o"][np.arange(n), side] = plane
+    i["o"][np.arange(n), axis] = -2.0 * i["d"][np.arange(n), axis]  # outside, heading in
+    return i
+
+
+def check_ray_box_on_plane(i, o):
+    assert_finite(o["t"])
+    check_ray_box(i, o)
+
+
+case("ray_box", axis_rays, check_ray_box_on_plane, tag="_on_plane")
 case("hit_point", lambda rng, n: {"o": rng.uniform(-1, 1, (n, 3)), "d": unit_vectors(rng, n, 3),
                                   "t": rng.uniform(0, 5, n)},
      lambda i, o: close(o["p"], i["o"] + i["d"] * col(i["t"]), atol=1e-5))
@@ -990,7 +1041,12 @@ def check_angles(i, o):
     close(o["a1"], np.arccos(np.clip(dot(e(i["x1"], i["x0"]), e(i["x1"], i["x2"])), -1, 1)), atol=1e-3)
 
 
-case("corner_angles", inputs(x0=U(-1, 1, 3), x1=U(-1, 1, 3), x2=U(-1, 1, 3)), check_angles)
+def triangle_edges(rng, n):
+    x0, x1, x2 = (rng.uniform(-1, 1, (n, 3)) for _ in range(3))
+    return {"x0": x0, "x1": x1, "x2": x2, "e1": x1 - x0, "e2": x2 - x0}
+
+
+case("corner_angles", triangle_edges, check_angles)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def diffuse_grid(rng, name, suffix, complexity):
     w = d.w
     g, field = grid(d, ("field", "phi", "temperature", "density", "concentration"), dim)
     out = d.array((f"{field}_out", f"{field}_new", "out"), "scalar", "out")
-    interior_guard(g, [(out, field)])
+    interior_guard(g, [(out, g.read(field))])
     d.gather_here()
     c = w.let(("c", "center", "value"), g.read(field))
     lap = d.use(f"laplacian_{dim}d", c=c, **g.neighbours(field))["lap"]
@@ -65,7 +65,7 @@ def wave_grid(rng, name, suffix, complexity):
     g, height = grid(d, ("height", "u", "h_curr"), dim)
     prev = d.array(("height_prev", "u_prev", "h_prev"), "scalar")
     out = d.array(("height_next", "u_next", "h_next"), "scalar", "out")
-    interior_guard(g, [(out, height)])
+    interior_guard(g, [(out, g.read(height))])
     d.gather_here()
     c = w.let(("c", "h", "value"), g.read(height))
     lap = d.use(f"laplacian_{dim}d", c=c, **g.neighbours(height))["lap"]
@@ -92,8 +92,7 @@ def grid_derivatives(rng, name, suffix, complexity):
         out = d.array({"gradient": ("grad_out", "gradient"), "normals": ("normals", "normal_out"),
                        "magnitude": ("grad_norm", "grad_magnitude")}[kind], "scalar" if kind == "magnitude" else "vec",
                       "out")
-        if g.boundary == "interior":
-            interior_guard(g, [])
+        interior_guard(g, [(out, d.style.lit(0.0) if kind == "magnitude" else d.style.zero())])
         d.gather_here()
         grad = d.use(f"central_gradient_{dim}d", **g.neighbours(field))["grad"]
         if kind == "magnitude":
@@ -111,8 +110,7 @@ def grid_derivatives(rng, name, suffix, complexity):
     else:
         g, vel = grid(d, ("velocity", "vel", "u"), dim, first_kind="vec")
         out = d.array(("div", "divergence") if kind == "divergence" else ("vorticity", "curl"), "scalar", "out")
-        if g.boundary == "interior":
-            interior_guard(g, [])
+        interior_guard(g, [(out, d.style.lit(0.0))])
         d.gather_here()
         piece_name = f"central_divergence_{dim}d" if kind == "divergence" else "vorticity_2d"
         value = d.use(piece_name, **g.neighbours(vel))["div" if kind == "divergence" else "curl"]
@@ -125,7 +123,7 @@ def grid_derivatives(rng, name, suffix, complexity):
         w.add(f"{out}[{g.at}] = {value}")
     if g.boundary == "interior":
         return d.finish(rng.choice(("compute_" + kind, kind + "_kernel", "eval_" + kind)), list(g.shape),
-                        f"{what} on a {dim}D grid, skipping border cells", tids=list("ijk"[:dim]))
+                        f"{what} on a {dim}D grid; border cells, which lack a neighbour, get zero", tids=list("ijk"[:dim]))
     return d.finish(rng.choice(("compute_" + kind, kind + "_kernel", "eval_" + kind)), list(g.shape),
                     grid_purpose(g, what), tids=list("ijk"[:dim]))
 
@@ -138,7 +136,7 @@ def pressure_solve(rng, name, suffix, complexity):
         g, p = grid(d, ("pressure", "p", "p_in"), dim)
         div = d.array(("div", "divergence", "rhs"), "scalar")
         out = d.array(("pressure_out", "p_out", "p_new"), "scalar", "out")
-        interior_guard(g, [(out, p)])
+        interior_guard(g, [(out, g.read(p))])
         solid = solid_cells(d, g, out, d.style.lit(0.0))
         d.gather_here()
         p_new = d.use(f"jacobi_pressure_{dim}d", div=g.read(div), **g.neighbours(p))["p"]
@@ -149,7 +147,7 @@ def pressure_solve(rng, name, suffix, complexity):
         g, p = grid(d, ("pressure", "p"), dim)
         vel = d.array(("velocity", "vel", "u"), "vec")
         out = d.array(("velocity_out", "vel_out", "u_new"), "vec", "out")
-        interior_guard(g, [(out, vel)])
+        interior_guard(g, [(out, g.read(vel))])
         solid = solid_cells(d, g, out, d.style.zero())
         d.gather_here()
         grad = d.use(f"central_gradient_{dim}d", **g.neighbours(p))["grad"]
@@ -168,7 +166,7 @@ def reaction_diffusion(rng, name, suffix, complexity):
     v = d.array(("v_in", "conc_v", "V"), "scalar", lo=0.0, hi=1.0)
     u_out = d.array(("u_out", "u_next", "u_new"), "scalar", "out")
     v_out = d.array(("v_out", "v_next", "v_new"), "scalar", "out")
-    interior_guard(g, [(u_out, u), (v_out, v)])
+    interior_guard(g, [(u_out, g.read(u)), (v_out, g.read(v))])
     d.gather_here()
     varying = rng.random() < 0.35
     if varying:  # feed and kill maps paint different patterns into different regions
@@ -279,12 +277,12 @@ def sph_fluid(rng, name, suffix, complexity):
         with w.block(f"if {j} != tid"):
             dvec = w.let(("d", "x_ij"), f"{xi} - {x}[{j}]")
             r = w.let(("r", "dist"), w.length(dvec))
+            rhoj = w.let(("rhoj", "rho_j"), f"{rho}[{j}]")  # squared in the pressure term: read once
             fp = d.use("pressure_pair_force", d=dvec, r=r, h=h, mass=mass, p_i=pi, rho_i=rhoi, p_j=f"{pres}[{j}]",
-                       rho_j=f"{rho}[{j}]")["f"]
+                       rho_j=rhoj)["f"]
             w.add(f"{f} -= {fp}")
             if viscous:
-                fv = d.use("viscosity_pair_force", r=r, h=h, mass=mass, v_i=vi, v_j=f"{vel}[{j}]",
-                           rho_j=f"{rho}[{j}]")["f"]
+                fv = d.use("viscosity_pair_force", r=r, h=h, mass=mass, v_i=vi, v_j=f"{vel}[{j}]", rho_j=rhoj)["f"]
                 w.add(f"{f} += {fv}")
         w.depth -= 1
         terms = [says("pressure_pair_force")] + ([says("viscosity_pair_force")] if viscous else [])
@@ -342,6 +340,10 @@ def reduce_particles(rng, name, suffix, complexity):
     x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0) if "x" in reads else ""
     v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0) if "v" in reads else ""
     mass = d.resolve(R.MASS) if "m" in reads else ""
+    uses = [r for t in terms for r in PIECES[t].needs] + (["x", "x"] if kind == "bounds" else [])
+    uses += ["v"] if "kinetic_energy" in terms else []  # its dot product reads v twice
+    xi = (w.let(("xi", "p"), f"{x}[tid]") if uses.count("x") > 1 else f"{x}[tid]") if x else ""  # read once
+    vi = (w.let(("vi", "vel"), f"{v}[tid]") if uses.count("v") > 1 else f"{v}[tid]") if v else ""
     groups = rng.random() < 0.25 and kind in ("energy", "momentum", "com")
     if groups:
         n_groups = rng.choice((2, 4, 8))
@@ -351,15 +353,15 @@ def reduce_particles(rng, name, suffix, complexity):
         slot, shape, per = "0", (1,), ""
     purpose = ""
     if kind == "energy":
-        values = [d.use(t, m=mass, v=f"{v}[tid]", x=f"{x}[tid]")["e"] if t == "potential_energy" else
-                  d.use(t, m=mass, v=f"{v}[tid]")["e"] for t in terms]
+        values = [d.use(t, m=mass, v=vi, x=xi)["e"] if t == "potential_energy" else
+                  d.use(t, m=mass, v=vi)["e"] for t in terms]
         e = total(d, values, ("e", "energy"))
         out = d.array(("total_energy", "energy", "energies"), "scalar", "out", shape=shape)
         w.add(f"wp.atomic_add({out}, {slot}, {e})")
         purpose = f"Sum {join([says(t) for t in terms])} of {d.style.dim}D particles{per}"
     elif kind == "momentum":
         for t in terms:
-            out_p = d.use(t, m=mass, v=f"{v}[tid]", **({"x": f"{x}[tid]"} if t == "angular_momentum" else {}))
+            out_p = d.use(t, m=mass, v=vi, **({"x": xi} if t == "angular_momentum" else {}))
             value = next(iter(out_p.values()))
             kind_ = "vec3" if t == "angular_momentum" else "vec"
             out = d.array(("total_momentum", "momentum") if t == "linear_momentum" else
@@ -367,13 +369,13 @@ def reduce_particles(rng, name, suffix, complexity):
             w.add(f"wp.atomic_add({out}, {slot}, {value})")
         purpose = f"Sum {join([says(t) for t in terms])} of {d.style.dim}D particles{per}"
     elif kind == "com":
-        mx = d.use("mass_moment", m=mass, x=f"{x}[tid]")["mx"]
+        mx = d.use("mass_moment", m=mass, x=xi)["mx"]
         moment = d.array(("mass_moment", "weighted_sum"), "vec", "out", shape=shape)
         total_m = d.array(("total_mass", "mass_sum"), "scalar", "out", shape=shape)
         w.add(f"wp.atomic_add({moment}, {slot}, {mx})", f"wp.atomic_add({total_m}, {slot}, {mass})")
         purpose = f"Sum {says('mass_moment')} and the total mass of {d.style.dim}D particles{per}"
     elif kind == "max_speed":
-        s = d.use("speed", v=f"{v}[tid]")["s"]
+        s = d.use("speed", v=vi)["s"]
         out = d.array(("max_speed", "v_max"), "scalar", "inout", lo=0.0, hi=0.0, shape=(1,))
         w.add(f"wp.atomic_max({out}, 0, {s})")
         d.differentiable = False
@@ -383,7 +385,7 @@ def reduce_particles(rng, name, suffix, complexity):
         upper = d.array(("upper", "bounds_max", "box_upper"), "vec", "inout", lo=-10.0, hi=-10.0, shape=(1,))
         r = d.resolve(R.RADIUS)
         pad = w.let(("pad", "margin"), d.style.vec(*[r] * d.style.dim))
-        w.add(f"wp.atomic_min({lower}, 0, {x}[tid] - {pad})", f"wp.atomic_max({upper}, 0, {x}[tid] + {pad})")
+        w.add(f"wp.atomic_min({lower}, 0, {xi} - {pad})", f"wp.atomic_max({upper}, 0, {xi} + {pad})")
         d.differentiable = False
         purpose = "Grow the bounding box of particles, padded by their radii"
     return d.finish(rng.choice(("reduce", "compute_totals", "accumulate_" + kind)), [its.launch], purpose)
@@ -402,9 +404,10 @@ def particle_grid_transfer(rng, name, suffix, complexity):
     shape = grid_shape(rng, dim)
     x = d.array(R.POSITION.names, "vec", lo=-0.5, hi=0.5)
     d.gather_here()
-    p = d.use("world_to_grid", x=f"{x}[tid]")["p"]
-    interp = ("bilinear", "trilinear")[dim - 2]
     job = rng.choice(("p2g", "g2p", "tracers", "flip"))
+    xp = w.let(("xp", "x_p", "pos"), f"{x}[tid]") if job == "tracers" else f"{x}[tid]"  # read more than once
+    p = d.use("world_to_grid", x=xp)["p"]
+    interp = ("bilinear", "trilinear")[dim - 2]
     if job == "p2g":
         mass = d.resolve(R.MASS)
         grid_m = d.array(("grid_mass", "mass_grid", "grid_m"), "scalar", "out", shape=shape)
@@ -431,13 +434,13 @@ def particle_grid_transfer(rng, name, suffix, complexity):
             out = d.array((f"{x}_out", "x_new", "tracers_out"), "vec", "out")
             if rng.random() < 0.5:
                 w.comment("midpoint rule: the velocity half a step ahead carries the tracer")
-                x_mid = w.let(("x_mid", "midpoint"), f"{x}[tid] + {u} * ({st.lit(0.5)} * {dt})")
+                x_mid = w.let(("x_mid", "midpoint"), f"{xp} + {u} * ({st.lit(0.5)} * {dt})")
                 p_mid = d.use("world_to_grid", x=x_mid)["p"]
                 u_mid = d.use(f"{interp}_sample_vector", inline=True, field=grid_v, p=p_mid)["value"]
-                w.add(f"{out}[tid] = {x}[tid] + {u_mid} * {dt}")
+                w.add(f"{out}[tid] = {xp} + {u_mid} * {dt}")
                 step = "a midpoint (RK2) step"
             else:
-                w.add(f"{out}[tid] = {x}[tid] + {u} * {dt}")
+                w.add(f"{out}[tid] = {xp} + {u} * {dt}")
                 step = "an Euler step"
             purpose = f"Move passive tracers by {step} through a {dim}D grid velocity " \
                       f"({says(f'{interp}_sample_vector')})"

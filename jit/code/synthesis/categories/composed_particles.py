@@ -29,13 +29,50 @@ SOURCE = "composed"
 
 PARTICLE_FORCES = ["linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force",
                    "ground_penalty_force"]
-
-
-def one_drag(forces: list[str]) -> list[str]:
-    """At most one drag law: two share the drag coefficient and would count the drag twice."""
-    drags = [f for f in forces if f.endswith("_drag")]
-    return [f for f in forces if not f.endswith("_drag") or f == drags[0]]
+DAMPINGS = ["linear_damping", "exponential_damping"]
+DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", *DAMPINGS}  # one of them: two count one loss twice
 INTEGRATORS = ["symplectic_euler", "explicit_euler", "verlet_kick_drift"]
+MAX_EFFECTS = 3  # besides the integrator: a kernel does one job
+
+
+def effects(rng, pool: dict[str, float], k: int) -> list[str]:
+    """Up to ``k`` effects drawn by weight: at most one that dissipates (drag or damping), no ground
+    contact force together with a ground collider, at most two colliders."""
+    pool, chosen = dict(pool), []
+    while pool and len(chosen) < k:
+        name = rng.choices(list(pool), list(pool.values()))[0]
+        chosen.append(name)
+        drop = {name}
+        if name in DISSIPATION:
+            drop |= DISSIPATION
+        if name in ("ground_penalty_force", "collider:ground"):
+            drop |= {"ground_penalty_force", "collider:ground"}
+        if sum(c.startswith("collider:") for c in chosen) == 2:
+            drop |= {c for c in pool if c.startswith("collider:")}
+        pool = {n: wt for n, wt in pool.items() if n not in drop}
+    return chosen
+
+
+def force_pool(forces: list[str]) -> dict[str, float]:
+    return {f: PIECES[f].weight for f in forces}
+
+
+COLLIDER_WEIGHTS = {"collider:ground": 1.5, "collider:sphere": 1.0, "collider:box": 1.0, "collider:sdf": 0.5}
+
+
+def step(d: Draft, integrator: str, x: str, v: str, a: str, limit: bool) -> tuple[str, str]:
+    """The integrator's step; a speed limit goes on the new velocity before it moves the position."""
+    if not limit:
+        out = d.use(integrator, x=x, v=v, a=a)
+        return out["x"], out["v"]
+    if integrator == "explicit_euler":  # the position moves with the old velocity, as the method says
+        x = d.use("position_drift", x=x, v=v)["x"]
+    v = d.use("verlet_kick" if integrator == "verlet_kick_drift" else "velocity_kick", v=v, a=a)["v"]
+    d.w.comment("limit the speed before it moves the particle")
+    v = d.use("clamp_speed", v=v)["v"]
+    if integrator != "explicit_euler":
+        x = d.use("position_drift", x=x, v=v)["x"]
+    return x, v
 
 
 @register("integrate_particles", 3.5, source=SOURCE)
@@ -51,10 +88,13 @@ def integrate_particles(rng, name, suffix, complexity):
     w = d.w
     kinematic = in_place and rng.random() < 0.3
     if kinematic:  # pinned particles (zero inverse mass) keep their state
-        inv_mass = d.array(R.INV_MASS.names, "scalar", lo=R.INV_MASS.lo, hi=R.INV_MASS.hi)
+        inv_mass = d.array(("inv_masses", "particle_inv_mass"), "scalar", lo=R.INV_MASS.lo, hi=R.INV_MASS.hi)
         d.resolved[R.INV_MASS] = w.let(("w", "inv_m"), f"{inv_mass}[tid]")
         w.add(f"if {d.resolved[R.INV_MASS]} == {w.lit(0.0)}:", f"{INDENT}return")
     substeps = rng.random() < 0.15
+    pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "linear_damping": 0.5, "exponential_damping": 0.5,
+            "clamp_speed": 0.7, **COLLIDER_WEIGHTS, **({} if substeps else {"energy": 0.4})}
+    chosen = effects(rng, pool, rng.choice((1, 2, 2, 3, MAX_EFFECTS)))
     if substeps:
         d.resolved[R.TIME_STEP] = d.scalar(("substep_dt", "sub_dt"), lo=R.TIME_STEP.lo, hi=R.TIME_STEP.hi)
         steps = d.scalar(("num_substeps", "substeps"), T.INT32, 2, 4, groupable=False)
@@ -62,9 +102,9 @@ def integrate_particles(rng, name, suffix, complexity):
         w.add(f"for _ in range({steps}):")
         w.depth += 1
         d.differentiable = False  # a loop of a run-time count: no gradient check
-    forces = one_drag(pick_weighted(rng, PARTICLE_FORCES, rng.choice((0, 1, 1, 2, 2, 3))))
+    forces = [f for f in chosen if f in PARTICLE_FORCES]
     terms, phrases = [], []
-    if rng.random() < 0.35:
+    if "external" in chosen:
         f_ext = d.array(("f_ext", "external_forces", "forces"), "vec", lo=-1.0, hi=1.0)
         terms.append(f"{f_ext}[tid]")
         phrases.append("external forces")
@@ -79,18 +119,15 @@ def integrate_particles(rng, name, suffix, complexity):
         a = d.use(acc, f=f_total)["a"]
     else:
         a = d.resolve(R.GRAVITY)
-    damping = rng.choice((None, None, "linear_damping", "exponential_damping"))
+    damping = next((e for e in chosen if e in DAMPINGS), None)
     if damping:
         v = d.use(damping, v=v)["v"]
-    integrator = rng.choices(INTEGRATORS, [PIECES[i].weight for i in INTEGRATORS])[0]
-    out = d.use(integrator, x=x, v=v, a=a)
-    x, v = out["x"], out["v"]
-    limit = rng.random() < 0.2
-    if limit:
-        v = d.use("clamp_speed", v=v)["v"]
-    colliders = pick_weighted_colliders(rng)
-    if "ground_penalty_force" in forces:  # the ground already pushes back: no second ground on top
-        colliders = [c for c in colliders if c != "ground"]
+    # half a Verlet step carries no velocity from one substep to the next: only whole steps substep
+    integrators = [i for i in INTEGRATORS if not (substeps and i == "verlet_kick_drift")]
+    integrator = rng.choices(integrators, [PIECES[i].weight for i in integrators])[0]
+    limit = "clamp_speed" in chosen
+    x, v = step(d, integrator, x, v, a, limit)
+    colliders = [c.split(":")[1] for c in chosen if c.startswith("collider:")]
     contact = ""
     if colliders:
         x, v, contact = collide(d, x, v, colliders, rng.choice(RESPONSES))
@@ -98,7 +135,7 @@ def integrate_particles(rng, name, suffix, complexity):
         w.depth -= 1
     store_state(state, {"x": x, "v": v} if rng.random() < 0.5 else {"v": v, "x": x})
     energy = ""
-    if rng.random() < 0.15 and not substeps:
+    if "energy" in chosen:
         ke = d.array(("kinetic_energy", "energy"), "scalar", "out", shape=(1,))
         mass = d.resolved.get(R.MASS)
         weight = f"{mass} * " if mass else ""
@@ -146,8 +183,9 @@ def spring_network(rng, name, suffix, complexity):
     x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
     x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
+    stretch = d.use("edge_stretch", inline=True, length=geo["length"])["stretch"]
     law = rng.choice(("hooke_force", "hooke_force", "tension_only_force"))
-    terms = [d.use(law, **geo)["f"]]
+    terms = [d.use(law, n=geo["n"], stretch=stretch)["f"]]
     phrases = [says(law)]
     if rng.random() < 0.5:
         v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
@@ -158,7 +196,7 @@ def spring_network(rng, name, suffix, complexity):
     extra = []
     kind = rng.choices(("none", "energy_total", "energy_each", "strain", "break"), (5, 1, 1, 1, 1))[0]
     if kind.startswith("energy"):
-        e = d.use("spring_energy", length=geo["length"])["e"]
+        e = d.use("spring_energy", stretch=stretch)["e"]
         if kind == "energy_total":
             energy = d.array(("total_energy", "potential_energy"), "scalar", "out", shape=(1,))
             w.add(f"wp.atomic_add({energy}, 0, {e})")
@@ -166,17 +204,20 @@ def spring_network(rng, name, suffix, complexity):
         else:
             energy = d.array(("spring_energy", "energies"), "scalar", "out")
             w.add(f"{energy}[tid] = {e}")
+            d.skip_writes.append(f"{energy}[tid] = {d.style.lit(0.0)}")
             extra.append(f"store {says('spring_energy')}")
     elif kind in ("strain", "break"):
-        strain = d.use("edge_strain", length=geo["length"])["strain"]
+        strain = d.use("edge_strain", stretch=stretch)["strain"]
         if kind == "strain":
             out = d.array(("strain", "edge_strain"), "scalar", "out")
             w.add(f"{out}[tid] = {strain}")
+            d.skip_writes.append(f"{out}[tid] = {d.style.lit(0.0)}")
             extra.append(f"store {says('edge_strain')}")
         else:
             broken = d.array(("broken", "torn", "break_flags"), T.INT32, "out")
             w.comment("flag overstretched springs; the caller removes them before the next step")
-            w.add(f"if {strain} > {d.resolve(MAX_STRAIN)}:", f"{INDENT}{broken}[tid] = 1")
+            w.add(f"{broken}[tid] = wp.where({strain} > {d.resolve(MAX_STRAIN)}, 1, 0)")
+            d.skip_writes.append(f"{broken}[tid] = 0")
             extra.append("flag the springs stretched past a breaking strain")
     if rng.random() < 0.5:
         w.comment("equal and opposite: the pair's forces sum to zero")
@@ -199,7 +240,7 @@ def particle_contacts(rng, name, suffix, complexity):
     x_i, x_j = w.let(("xi", "x_i"), f"{x}[{i}]"), w.let(("xj", "x_j"), f"{x}[{j}]")
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
     if rng.random() < 0.5:
-        radii = d.array(("radius", "particle_radius", "radii"), "scalar", lo=0.05, hi=0.2, shape=pshape)
+        radii = d.array(("radii", "particle_radius"), "scalar", lo=0.05, hi=0.2, shape=pshape)
         reach = w.let(("reach", "contact_dist"), f"{radii}[{i}] + {radii}[{j}]")
         sized = "the sum of their radii"
     else:
@@ -209,9 +250,9 @@ def particle_contacts(rng, name, suffix, complexity):
     extra = pick_weighted(rng, ["contact_damping_force", "contact_friction_force"], rng.choice((0, 0, 1, 2)))
     if extra:
         v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
-        v_i, v_j = w.let(("vi", "v_i"), f"{v}[{i}]"), w.let(("vj", "v_j"), f"{v}[{j}]")
+        v_rel = w.let(("v_rel", "dv"), f"{v}[{j}] - {v}[{i}]")
         for piece_name in extra:
-            terms.append(d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_i=v_i, v_j=v_j)["f"])
+            terms.append(d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_rel=v_rel)["f"])
     f = total(d, terms, ("f", "force", "f_contact_total"))
     forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=pshape)
     scatter_pair(d, forces, i, j, f)
@@ -228,14 +269,16 @@ def distance_constraints(rng, name, suffix, complexity):
     x = d.array(("positions", "predicted", "particle_x"), "vec", lo=-1.0, hi=1.0, shape=pshape)
     inv_mass = d.array(R.INV_MASS.names, "scalar", lo=0.0, hi=2.0, shape=pshape)
     x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
+    w_i, w_j = w.let(("w_i", "wi"), f"{inv_mass}[{i}]"), w.let(("w_j", "wj"), f"{inv_mass}[{j}]")
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
     measured = ""
     if rng.random() < 0.3:  # the rest length is that of the rest shape, not a stored number
         x_rest = d.array(("rest_positions", "x_rest", "rest_x"), "vec", lo=-1.0, hi=1.0, shape=pshape)
         d.resolved[R.REST_LENGTH] = w.let(("rest", "rest_len"), f"wp.length({x_rest}[{j}] - {x_rest}[{i}])")
         measured = " (rest lengths measured on the rest shape)"
+    c = d.use("edge_stretch", inline=True, length=geo["length"])["stretch"]
     solver = rng.choice(("distance_projection", "xpbd_distance", "tether_projection"))
-    out = d.use(solver, n=geo["n"], length=geo["length"], w_i=f"{inv_mass}[{i}]", w_j=f"{inv_mass}[{j}]")
+    out = d.use(solver, n=geo["n"], c=c, w_i=w_i, w_j=w_j)
     deltas = d.array(("deltas", "delta_x", "corrections"), "vec", rng.choice(("out", "inout")), shape=pshape)
     scatter_pair(d, deltas, i, j, out["dx_i"], out["dx_j"])
     extra = []
@@ -245,7 +288,9 @@ def distance_constraints(rng, name, suffix, complexity):
         extra.append("count the constraints on each particle for averaging")
     if rng.random() < 0.25:
         err = d.array(("constraint_error", "violation", "residual"), "scalar", "out")
-        w.add(f"{err}[tid] = wp.abs({geo['length']} - {d.resolve(R.REST_LENGTH)})")
+        slack = solver == "tether_projection"  # a slack tether violates nothing
+        w.add(f"{err}[tid] = " + (f"wp.max({c}, {d.style.lit(0.0)})" if slack else f"wp.abs({c})"))
+        d.skip_writes.append(f"{err}[tid] = {d.style.lit(0.0)}")
         extra.append("store each constraint's violation")
     purpose = f"Solve {says(solver)} for {which} of a {d.style.dim}D particle system{measured}, " \
               "accumulating the corrections of both particles"
@@ -319,14 +364,16 @@ def pbd_update(rng, name, suffix, complexity):
         pred = d.array(("predicted", "x_pred", "p"), "vec", "out")
         d.gather_here()
         x, v = state.read("x"), state.read("v")
-        forces = one_drag(pick_weighted(rng, PARTICLE_FORCES[:-1], rng.choice((0, 1, 1, 2))))
+        chosen = effects(rng, {**force_pool(PARTICLE_FORCES[:-1]), "linear_damping": 0.5, "exponential_damping": 0.5},
+                         rng.choice((0, 1, 1, 2)))
+        forces = [f for f in chosen if f in PARTICLE_FORCES]
         if forces:
             f = total(d, [d.use(name_, x=x, v=v)["f"] for name_ in forces], ("f", "force", "f_total"))
             a = d.use(rng.choice(("acceleration_from_inverse_mass", "acceleration_from_mass")), f=f)["a"]
             loads = join(["gravity", *(says(f_) for f_ in forces)])
         else:
             a, loads = d.resolve(R.GRAVITY), "gravity"
-        damping = rng.choice((None, None, "linear_damping", "exponential_damping"))
+        damping = next((e for e in chosen if e in DAMPINGS), None)
         if damping:
             v = d.use(damping, v=v)["v"]
             loads += f", with {says(damping)}"
@@ -361,9 +408,15 @@ def triangle_forces(rng, name, suffix, complexity):
     x = d.array(R.POSITION.names, "vec", shape=(n_particles,))
     xs = [w.let(f"x{a}", f"{x}[{v}]") for a, v in enumerate(verts)]
     d.gather_here()
-    geo = d.use("triangle_normal_area", x0=xs[0], x1=xs[1], x2=xs[2])
+    a = d.use("triangle_vector_area", x0=xs[0], x1=xs[1], x2=xs[2])["a"]
     loads = pick_weighted(rng, ["normal_drag_force", "inflation_force"], rng.choice((1, 1, 2)))
-    terms, phrases = [], []
+    store = rng.choice((None, None, None, None, "n", "area"))
+    geo = {}  # the unit normal and area, computed once for whoever needs them
+    if "normal_drag_force" in loads or store == "n":
+        geo = d.use("triangle_normal_area", a=a) if store == "area" else d.use("triangle_normal", a=a)
+    elif store == "area":
+        geo = {"area": w.let(("area", "tri_area"), f"wp.length({a})")}
+    terms, phrases, wind = [], [], ""
     for load in loads:
         if load == "normal_drag_force":
             v = d.array(R.VELOCITY.names, "vec", shape=(n_particles,))
@@ -371,12 +424,11 @@ def triangle_forces(rng, name, suffix, complexity):
             v_face = w.let(("v_face", "v_avg"), f"({' + '.join(f'{v}[{i}]' for i in verts)}) / {st.lit(3.0)}")
             if rng.random() < 0.5:
                 v_face = w.let(("v_rel", "v_air"), f"{v_face} - {d.resolve(R.WIND)}")
-                phrases.append(f"{says(load)} in a wind")
-            else:
-                phrases.append(says(load))
-            terms.append(d.use(load, n=geo["n"], area=geo["area"], v_rel=v_face)["f"])
+                wind = " in a wind"
+            phrases.append(says(load))
+            terms.append(d.use(load, a=a, n=geo["n"], v_rel=v_face)["f"])
         else:
-            terms.append(d.use(load, n=geo["n"], area=geo["area"])["f"])
+            terms.append(d.use(load, a=a)["f"])
             phrases.append(says(load))
     f = total(d, terms, ("f", "f_face", "force"))
     forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=(n_particles,))
@@ -384,13 +436,13 @@ def triangle_forces(rng, name, suffix, complexity):
     share = w.let(("f_vertex", "share"), f"{f} / {st.lit(3.0)}")
     for v in verts:
         w.add(f"wp.atomic_add({forces}, {v}, {share})")
-    purpose = f"Accumulate {join(phrases)} of triangles, shared equally among their vertices"
-    if rng.random() < 0.3:
-        which = rng.choice(("n", "area"))
-        out = d.array(("face_normals", "normals") if which == "n" else ("face_areas", "areas"),
-                      "vec" if which == "n" else "scalar", "out")
-        w.add(f"{out}[tid] = {geo[which]}")
-        purpose += f", and store their {'normals' if which == 'n' else 'areas'}"
+    purpose = f"Accumulate {join(phrases)} on the faces of a triangle mesh{wind}, each face's load shared " \
+              "equally among its vertices"
+    if store:
+        out = d.array(("face_normals", "normals") if store == "n" else ("face_areas", "areas"),
+                      "vec" if store == "n" else "scalar", "out")
+        w.add(f"{out}[tid] = {geo[store]}")
+        purpose += f", and store the faces' {'normals' if store == 'n' else 'areas'}"
     return d.finish(rng.choice(("eval_aerodynamics", "triangle_forces", "face_loads")), [its.launch], purpose)
 
 
@@ -408,20 +460,24 @@ def granular_contacts(rng, name, suffix, complexity):
         v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0)
         vi = w.let(("vi", "v_i"), f"{v}[tid]")
     if rng.random() < 0.5:
-        radii = d.array(("radius", "radii", "particle_radius"), "scalar", lo=0.05, hi=0.2)
+        radii = d.array(("radii", "particle_radius"), "scalar", lo=0.05, hi=0.2)
         ri = w.let(("ri", "r_i"), f"{radii}[tid]")
         sized = "the sum of their radii"
     else:
         radii, sized = None, "twice a common radius"
+    reach = None
+    if not radii:  # the same for every pair: once, before the loop
+        reach = w.let(("reach", "contact_dist"), f"{st.lit(2.0)} * {d.resolve(R.RADIUS, per_item=False)}")
     f = w.let(("f", "force", "f_total"), st.zero())
     j, how = neighbour_loop(d, n, x)
     with w.block(f"if {j} != tid"):
         geo = d.use("edge_geometry", x_i=xi, x_j=f"{x}[{j}]")
-        reach = f"{ri} + {radii}[{j}]" if radii else f"{st.lit(2.0)} * {d.resolve(R.RADIUS, per_item=False)}"
-        reach = w.let(("reach", "contact_dist"), reach)
+        if radii:
+            reach = w.let(("reach", "contact_dist"), f"{ri} + {radii}[{j}]")
         w.add(f"{f} += {d.use('contact_penalty_force', n=geo['n'], length=geo['length'], reach=reach)['f']}")
+        v_rel = w.let(("v_rel", "dv"), f"{v}[{j}] - {vi}") if extra else ""
         for piece_name in extra:
-            term = d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_i=vi, v_j=f"{v}[{j}]")["f"]
+            term = d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_rel=v_rel)["f"]
             w.add(f"{f} += {term}")
     w.depth -= 1
     what = join([says("contact_penalty_force"), *(says(e) for e in extra)])

@@ -166,7 +166,8 @@ def rotate_vectors(rng, name, suffix, complexity):
         r = d.use(how, q=f"{q}[tid]", d=f"{vecs}[tid]")["d"]
     elif how == "spin_rotation":
         omega = d.array(("angular_velocity", "omegas", "spin"), "vec3", lo=-2.0, hi=2.0)
-        r = d.use(how, omega=f"{omega}[tid]", d=f"{vecs}[tid]")["d"]
+        w_i = w.let(("w", "omega_i"), f"{omega}[tid]")  # its length and its direction: read once
+        r = d.use(how, omega=w_i, d=f"{vecs}[tid]")["d"]
     else:
         r = d.use(how, d=f"{vecs}[tid]")["d"]
     purpose = f"Compute {says(how)}"
@@ -377,8 +378,8 @@ def cast_rays(rng, name, suffix, complexity):
             loop = w.fresh("s", "k")
             w.add(f"for {loop} in range({centers}.shape[0]):")
             w.depth += 1
-            t = d.use("ray_sphere", inline=True, o=o, d=dvec, center=f"{centers}[{loop}]", radius=f"{radii}[{loop}]",
-                      t_max=t_best)["t"]
+            r = w.let(("r", "radius"), f"{radii}[{loop}]")
+            t = d.use("ray_sphere", inline=True, o=o, d=dvec, center=f"{centers}[{loop}]", radius=r, t_max=t_best)["t"]
             if track:
                 with w.block(f"if {t} < {t_best}"):
                     w.rebind(t_best, t)
@@ -404,6 +405,7 @@ def cast_rays(rng, name, suffix, complexity):
     outputs = ["the nearest hit distance"]
     shaded = best is not None and rng.random() < 0.6
     if shaded:
+        st = d.style
         with w.block(f"if {best} >= 0"):
             p = d.use("hit_point", inline=True, o=o, d=dvec, t=t_best)["p"]
             n = d.use("sphere_normal", inline=True, p=p, center=f"{centers}[{best}]", radius=f"{radii}[{best}]")["n"]
@@ -412,23 +414,30 @@ def cast_rays(rng, name, suffix, complexity):
                 shade = d.use("lambert", n=n, light=d.resolve(LIGHT_DIR))["shade"]
                 out = d.array(("shading", "image", "color"), "scalar", "out")
                 w.add(f"{out}[tid] = {shade}")
+                miss = st.lit(0.0)
                 outputs.append(f"{says('lambert')} of the spheres hit")
             elif what == "normal":
                 out = d.array(("normals", "hit_normals"), "vec3", "out")
                 w.add(f"{out}[tid] = {n}")
+                miss = st.zero("vec3")
                 outputs.append("the normals of the spheres hit")
             else:
                 r = d.use("reflect_direction", d=dvec, n=n)["d"]
                 out = d.array(("reflected", "bounce_dirs"), "vec3", "out")
                 w.add(f"{out}[tid] = {r}")
+                miss = st.zero("vec3")
                 outputs.append(f"{says('reflect_direction')} off the spheres")
+        with w.block("else"):  # a ray that hit no sphere still gets its output written
+            w.add(f"{out}[tid] = {miss}")
     if best is not None and (not shaded or rng.random() < 0.5):
         ids = d.array(("hit_ids", "hit_index", "sphere_id"), T.INT32, "out")
         w.add(f"{ids}[tid] = {best}")
         outputs.append("which sphere each ray hit (-1 for none)")
     purpose = f"Cast rays against {join(named)}, keeping {join(outputs)}"
-    return d.finish(rng.choice(("cast_rays", "trace_primary", "raycast_scene")), [its.launch], purpose,
-                    "Misses keep the far distance.")
+    detail = "Misses keep the far distance."
+    if shaded:
+        detail += f" Rays that hit no sphere get a zero {'shade' if miss == d.style.lit(0.0) else 'vector'}."
+    return d.finish(rng.choice(("cast_rays", "trace_primary", "raycast_scene")), [its.launch], purpose, detail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,20 +460,23 @@ def vertex_normals(rng, name, suffix, complexity):
         for v in verts:
             w.add(f"wp.atomic_add({normals}, {v}, {n})")
         purpose = "Accumulate unit face normals of a triangle mesh onto its vertices (normalised afterwards)"
-        return d.finish(rng.choice(("accumulate_normals", "vertex_normals", "scatter_face_normals")),
+        return d.finish(rng.choice(("accumulate_normals", "compute_vertex_normals", "scatter_face_normals")),
                         [its.launch], purpose)
-    geo = d.use("triangle_normal_area", x0=xs[0], x1=xs[1], x2=xs[2])
     if rng.random() < 0.5:
-        weighted = w.let(("n_weighted", "n_area"), f"{geo['n']} * {geo['area']}")
+        a = d.use("triangle_vector_area", x0=xs[0], x1=xs[1], x2=xs[2])["a"]
+        w.comment("the vector area is the normal already weighted by the face's area")
         for v in verts:
-            w.add(f"wp.atomic_add({normals}, {v}, {weighted})")
+            w.add(f"wp.atomic_add({normals}, {v}, {a})")
         how = "area-weighted"
-    else:
-        angles = d.use("corner_angles", x0=xs[0], x1=xs[1], x2=xs[2])
-        w.comment("each corner adds the face normal by its angle, and the face by its area")
-        for v, a in zip(verts, ("a0", "a1", "a2")):
-            w.add(f"wp.atomic_add({normals}, {v}, {geo['n']} * ({angles[a]} * {geo['area']}))")
-        how = "angle- and area-weighted"
+    else:  # the edges serve both the normal and the corner angles
+        e1, e2 = w.let(("e1", "edge1"), f"{xs[1]} - {xs[0]}"), w.let(("e2", "edge2"), f"{xs[2]} - {xs[0]}")
+        a = w.let(("cross", "c"), f"wp.cross({e1}, {e2})")
+        n = d.use("triangle_normal", a=a)["n"]
+        angles = d.use("corner_angles", e1=e1, e2=e2)
+        w.comment("each corner adds the face normal weighted by its angle")
+        for v, k in zip(verts, ("a0", "a1", "a2")):
+            w.add(f"wp.atomic_add({normals}, {v}, {n} * {angles[k]})")
+        how = "angle-weighted"
     purpose = f"Accumulate {how} face normals of a triangle mesh onto its vertices (normalised afterwards)"
-    return d.finish(rng.choice(("accumulate_normals", "vertex_normals", "scatter_face_normals")), [its.launch],
-                    purpose)
+    return d.finish(rng.choice(("accumulate_normals", "compute_vertex_normals", "scatter_face_normals")),
+                    [its.launch], purpose)

@@ -181,6 +181,15 @@ class Style:
         return self.vec(*parts, kind=kind)
 
 
+def plural(name: str) -> bool:
+    """True for a name of many things (``masses``, ``radii``, ``rest_positions``), not of one
+    (``mass``, ``radius``, ``rhs``, ``axis``): a uniform value takes a singular name."""
+    word = name.rsplit("_", 1)[-1]
+    if word.endswith("ii") or word in ("data",):
+        return True
+    return word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in ("rhs",)
+
+
 def number(x: float) -> str:
     """A float spelled as an author writes it: ``0.5``, ``9.81``, ``1.0e-6``, ``100.0``."""
     if x != 0.0 and (abs(x) < 1.0e-3 or abs(x) >= 1.0e5):
@@ -215,17 +224,20 @@ class Writer:
     owned: set[str] = field(default_factory=set)  # locals this body assigned
     pinned: set[str] = field(default_factory=set)  # locals a later step reads as they are now
     in_place: bool = True  # this author updates a state (``v = v + a * dt``) rather than naming the new one
+    reserved: set[str] = field(default_factory=set)  # helper names: no value may take one
+    memo: dict[str, str] = field(default_factory=dict)  # values computed once for the whole body
+    top: int = 0  # the depth of the body's own statements (1 in a helper, whose lines are indented)
 
     # names and lines
 
     def fresh(self, *names: str) -> str:
         """The first of ``names`` not yet taken (else the first with a number), now taken."""
         for n in names:
-            if n not in self.taken:
+            if n not in self.taken and n not in self.reserved:
                 self.taken.add(n)
                 return n
         k = 2
-        while f"{names[0]}{k}" in self.taken:
+        while f"{names[0]}{k}" in self.taken or f"{names[0]}{k}" in self.reserved:
             k += 1
         self.taken.add(f"{names[0]}{k}")
         return f"{names[0]}{k}"
@@ -236,6 +248,17 @@ class Writer:
         self.add(f"{name} = {expr}")
         self.owned.add(name)
         return name
+
+    def once(self, names: str | tuple[str, ...], expr: str) -> str:
+        """A value several pieces use (the identity, a trace): named at its first use, reused after.
+        Inside a branch it is written where it is used, since the name would not reach past it."""
+        if expr in self.memo:
+            return self.memo[expr]
+        if self.depth > self.top:
+            return expr
+        self.memo[expr] = self.let(names, expr)
+        self.pinned.add(self.memo[expr])
+        return self.memo[expr]
 
     def mutable(self, name: str) -> bool:
         """True if ``name`` is a local this body may rebind."""
@@ -291,11 +314,14 @@ class Writer:
 
     def length(self, d: str) -> str:
         """The length of vector ``d``, in one of the spellings real code uses."""
+        if not d.isidentifier():  # an expression is written once
+            return f"wp.length({d})"
         return self.pick(f"wp.length({d})", f"wp.length({d})", f"wp.sqrt(wp.dot({d}, {d}))")
 
     def func(self, base: str, source: str) -> str:
         """Add a ``@wp.func`` helper ``base_<suffix>`` (once per kernel); returns its name."""
         name = f"{base}_{self.suffix}" if self.suffix else base
+        self.reserved.add(base)
         if name not in self.funcs:
             self.funcs[name] = source.replace("{name}", name).strip("\n")
         return name
@@ -303,4 +329,4 @@ class Writer:
     def sub(self, taken: set[str]) -> "Writer":
         """A writer for a helper's body: same style and helpers, its own names and lines."""
         return Writer(self.style, self.rng, set(taken), [], 1, self.chatty, self.suffix, self.funcs,
-                      in_place=self.in_place)
+                      in_place=self.in_place, reserved=self.reserved, top=1)

@@ -21,10 +21,13 @@ from dataclasses import dataclass
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.layout import format_source
-from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, Writer
+from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, Writer, plural
 from jit.code.synthesis.types import WType
 
-DOC_WIDTH = 96  # docstring text columns (black leaves docstrings as written)
+SKIP = "__skip_writes__"  # a placeholder line where a skipped item's writes go
+DOC_WIDTH = 96
+OWNERS = ("particle_", "body_", "element_", "spring_")  # prefixes of per-item arrays in Warp's own code
+TIME_STEPS = ("dt", "delta_time", "time_step", "substep_dt", "sub_dt")  # docstring text columns (black leaves docstrings as written)
 
 
 @dataclass(slots=True)
@@ -101,6 +104,8 @@ class Draft:
         self.item = "tid"  # the index of per-item arrays of the launch's items
         self.item_shape: tuple[int, ...] = ()
         self.gather_at: int | None = None  # where per-item reads go (a line of the body), once known
+        self.axis_values: list[str] = []  # vectors built from a magnitude (gravity along -y)
+        self.skip_writes: list[str] = []  # what items skipped early (inactive, masked) still write
 
     # ----- inputs
 
@@ -151,24 +156,29 @@ class Draft:
         if not role.names:
             raise ValueError(f"{role.name} is derived inside kernels: a job must bind it")
         pool = names or role.names
+        if not per_item:  # one value for all items takes a singular name (``mass``, not ``masses``)
+            pool = tuple(n for n in pool if not plural(n)) or pool
         if role.family and role.family in self.families:
             name = pool[min(self.families[role.family], len(pool) - 1)]
         else:
             name = self.rng.choice(pool)
             if role.family:
                 self.families[role.family] = pool.index(name)
-        if per_item:
-            plurals = [n for n in (names or role.names) if n.endswith("s") and not n.endswith("ss")]
-            arr = self.array((*plurals, name), role.kind, lo=role.lo, hi=role.hi)
+        if per_item:  # an array named for many (``masses``) or for its owner (``body_inv_mass``)
+            owned = [n for n in pool if n.startswith(OWNERS)]
+            arr = self.array((*[n for n in pool if plural(n)], *owned, name), role.kind, lo=role.lo, hi=role.hi)
             expr = f"{arr}[{self.item}]"
-            if self.gather_at is not None and (arr != name or self.rng.random() < 0.5):
-                local = self.w.fresh(*([name] if arr != name else []), *(names or role.names), name + "_i")
+            if self.gather_at is not None:  # read once, into a local named for one item
+                singles = [n for n in (name, *pool) if not plural(n) and n != arr]
+                singles.sort(key=lambda n: n.startswith(OWNERS))
+                local = self.w.fresh(*dict.fromkeys(singles), f"{arr}_i")
                 self.w.lines.insert(self.gather_at, f"{local} = {expr}")
                 self.w.owned.add(local)
                 self.gather_at += 1
                 expr = local
         elif role.axis >= 0 and self.rng.random() < 0.6:  # gravity as its magnitude along -y
             expr = self.style.axis(role.axis, self.scalar(name, lo=role.lo, hi=role.hi))
+            self.axis_values.append(expr)
         else:
             expr = self.scalar(name, role.kind, role.lo, role.hi)
         self.resolved[role] = expr
@@ -183,11 +193,13 @@ class Draft:
     def use(self, name: str, inline: bool | None = None, **bound: str) -> dict[str, str]:
         """Wire piece ``name``: bound inputs as given, the others resolved by role; its outputs."""
         p = PIECES[name]
+        as_helper = (self.helpers if inline is None else not inline) and len(p.gives) == 1
+        if as_helper:  # no value may be named as the helper it is passed to
+            self.w.reserved.add(p.name)
         args = {k: bound[k] if k in bound else self.resolve(role) for k, role in p.needs.items()}
         self.used.append(name)
         self.differentiable &= p.smooth
-        as_helper = self.helpers if inline is None else not inline
-        if as_helper and len(p.gives) == 1:
+        if as_helper:
             return self._call_helper(p, args)
         return p(self.w, **args)
 
@@ -195,6 +207,7 @@ class Draft:
         fname = f"{p.name}_{self.suffix}"
         if fname not in self.w.funcs:
             sub = self.w.sub(set(p.needs) | {"wp"})
+            sub.owned |= set(p.needs)  # a helper updates its arguments rather than copying them
             (give, result), = p(sub, **{k: k for k in p.needs}).items()
             self.results[fname] = result
             sig = ", ".join(f"{k}: {self.style.type(role.kind)}" for k, role in p.needs.items())
@@ -203,15 +216,21 @@ class Draft:
             self.w.funcs[fname] = f"@wp.func\ndef {fname}({sig}):\n{body}"
         (give, role), = p.gives.items()
         call = f"{fname}({', '.join(args[k] for k in p.needs)})"
+        state = next((args[k] for k, r in p.needs.items() if r == role and self.w.mutable(args[k])), None)
+        if state is not None and self.w.in_place:  # a new value of a state the kernel holds: ``v = damp(v, ...)``
+            return {give: self.w.update(state, call)}
         return {give: self.w.let((self.results[fname], *_local_names(role)), call)}
 
     # ----- the finished kernel
 
     def finish(self, base: str, dims: list[int], purpose: str, doc: str = "", tids: list[str] | None = None,
                order: str = "roles") -> Composed:
-        if f"{base}_{self.suffix}" in self.w.funcs:  # a helper took the name: the kernel says it is one
+        values = {*self.uniforms, *(p.name for p in self.inputs), *self.w.taken}
+        if f"{base}_{self.suffix}" in self.w.funcs or base in values:  # a helper or a value took the name
             base += "_kernel"
         name = f"{base}_{self.suffix}"
+        self._hoist_axis_values()
+        self._fill_skips()
         params = self._parameters(order)
         body = self._substitute("\n".join(self.w.lines))
         tid = ", ".join(tids or ["tid"])
@@ -229,6 +248,8 @@ class Draft:
         parts = ["import warp as wp", *(src for _, src in structs), *funcs, text]
         source = format_source("\n\n\n".join(parts) + "\n")
         check_reads(name, body, [p.name for p in params])
+        named = self.w.reserved | {t.name.rsplit("_", 1)[0] for t, _ in structs} | {base}
+        check_names(name, body, [p.name for p in params], named)
         meta = {
             "deterministic": True,
             "needs_runtime_objects": False,
@@ -252,15 +273,49 @@ class Draft:
             uniform.append(Input(arg, "struct", t, 0, "in", self.group_range, None, t.name))
             for u in grouped:
                 u.value = f"{arg}.{u.name}"
-        for u in self.uniforms.values():
-            if not u.grouped:
-                uniform.append(Input(u.name, "scalar", u.dtype, 0, "in", (u.lo, u.hi), None, self.style.spell(u.dtype)))
-        arrays_in = [p for p in self.inputs if p.role == "in"]
-        arrays_out = [p for p in self.inputs if p.role != "in"]
-        if order == "roles":
-            return arrays_in + [p for p in arrays_out if p.role == "inout"] + uniform + \
-                [p for p in arrays_out if p.role == "out"]
-        return self.inputs + uniform
+        plain = [u for u in self.uniforms.values() if not u.grouped]
+        # counts first and the time step last, as Warp's own kernels order them; else as first used
+        plain.sort(key=lambda u: (0 if u.dtype == T.INT32 and u.lo == u.hi else 2 if u.name in TIME_STEPS else 1))
+        for u in plain:
+            uniform.append(Input(u.name, "scalar", u.dtype, 0, "in", (u.lo, u.hi), None, self.style.spell(u.dtype)))
+        if order != "roles":
+            return self.inputs + uniform
+        # inputs, then parameters, then outputs: a state updated in place is an input, an
+        # accumulator only added into (never read) is an output
+        tree = ast.parse(textwrap.dedent("\n".join(self.w.lines)) or "pass")
+        read = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name)}
+        inputs = [p for p in self.inputs if p.role == "in" or (p.role == "inout" and p.name in read)]
+        return inputs + uniform + [p for p in self.inputs if p not in inputs]
+
+    def skip(self) -> None:
+        """Mark where an item that is skipped returns: the writes of ``skip_writes`` go there."""
+        self.w.add(SKIP)
+
+    def _fill_skips(self) -> None:
+        lines = []
+        for line in self.w.lines:
+            if line.strip() == SKIP:
+                pad = line[: len(line) - len(SKIP)]
+                lines += [pad + text for text in self.skip_writes]
+            else:
+                lines.append(line)
+        self.w.lines = lines
+
+    def _hoist_axis_values(self) -> None:
+        """A vector built from a magnitude and read more than once is built once, before its first use."""
+        for expr in dict.fromkeys(self.axis_values):
+            uses = [k for k, line in enumerate(self.w.lines) if expr in line]
+            if sum(self.w.lines[k].count(expr) for k in uses) < 2:
+                continue
+            at = uses[0]
+            while at > 0 and self.w.lines[at].startswith(INDENT):  # the top-level statement holding it
+                at -= 1
+            while at > 0 and self.w.lines[at - 1].startswith("#"):  # and the comment that leads it
+                at -= 1
+            local = self.w.fresh("g", "gravity_vec", "g_vec")
+            self.w.lines = [line.replace(expr, local) for line in self.w.lines]
+            self.w.lines.insert(at, f"{local} = {expr}")
 
     def _substitute(self, text: str) -> str:
         for u in self.uniforms.values():
@@ -276,6 +331,15 @@ def check_reads(name: str, body: str, params: list[str]) -> None:
     unread = sorted((set(params) | stores) - loads - {"_"})
     if unread:
         raise ValueError(f"{name}: {unread} are never read")
+
+
+def check_names(name: str, body: str, params: list[str], helpers: set[str]) -> None:
+    """No parameter or local is named as a helper or struct the kernel uses (read without its suffix)."""
+    tree = ast.parse(textwrap.dedent(body) or "pass")
+    names = set(params) | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    clash = sorted(names & helpers)
+    if clash:
+        raise ValueError(f"{name}: {clash} are named as helpers")
 
 
 def _local_names(role: Role) -> tuple[str, ...]:

@@ -23,7 +23,12 @@ STRAIN_TENSOR = Role("strain tensor", "mat")
 
 
 def _eye(w: Writer) -> str:
-    return f"wp.identity(n={w.style.dim}, dtype={w.style.s})"
+    """The identity, built once however many pieces of the body use it."""
+    return w.once(("I", "eye", "identity"), f"wp.identity(n={w.style.dim}, dtype={w.style.s})")
+
+
+def _trace(w: Writer, m: str) -> str:
+    return w.once((f"tr_{m.lower()}" if m.isidentifier() and len(m) <= 6 else "tr", "trace"), f"wp.trace({m})")
 
 
 @piece("deformation_from_displacement", needs={"H": DISPLACEMENT_GRAD}, gives={"F": NEAR_IDENTITY},
@@ -54,6 +59,7 @@ def deformation_gradient(w: Writer, Ds, Dm_inv):
        says="Lame parameters from Young's modulus and Poisson's ratio")
 def lame_parameters(w: Writer, E, nu):
     one, two = w.lit(1.0), w.lit(2.0)
+    w.comment("valid for 0 <= nu < 0.5: at 0.5 the material is incompressible and lam unbounded")
     mu = w.let(("mu", "k_mu"), f"{E} / ({two} * ({one} + {nu}))")
     lam = w.let(("lam", "k_lambda"), f"{E} * {nu} / (({one} + {nu}) * ({one} - {two} * {nu}))")
     return {"mu": mu, "lam": lam}
@@ -72,20 +78,22 @@ def green_strain(w: Writer, F):
 @piece("linear_elastic_stress", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
        says="small-strain linear elasticity")
 def linear_elastic_stress(w: Writer, eps, mu, lam):
-    return {"P": w.let(("P", "stress"), f"{w.lit(2.0)} * {mu} * {eps} + {lam} * wp.trace({eps}) * {_eye(w)}")}
+    tr = _trace(w, eps)
+    return {"P": w.let(("P", "stress"), f"{w.lit(2.0)} * {mu} * {eps} + {lam} * {tr} * {_eye(w)}")}
 
 
 @piece("stvk_stress", needs={"F": DEF_GRAD, "E": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
        says="the St. Venant-Kirchhoff model")
 def stvk_stress(w: Writer, F, E, mu, lam):
-    S = w.let(("S", "pk2"), f"{w.lit(2.0)} * {mu} * {E} + {lam} * wp.trace({E}) * {_eye(w)}")
+    tr = _trace(w, E)
+    S = w.let(("S", "pk2"), f"{w.lit(2.0)} * {mu} * {E} + {lam} * {tr} * {_eye(w)}")
     return {"P": w.let(("P", "stress"), f"{F} * {S}")}
 
 
 @piece("quadratic_energy_density", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA},
        gives={"psi": ENERGY_DENSITY}, says="the strain energy density")
 def quadratic_energy_density(w: Writer, eps, mu, lam):
-    tr = w.let(("tr_eps", "trace"), f"wp.trace({eps})")
+    tr = _trace(w, eps)
     psi = f"{mu} * wp.ddot({eps}, {eps}) + {w.lit(0.5)} * {lam} * {tr} * {tr}"
     return {"psi": w.let(("psi", "energy_density"), psi)}
 
@@ -104,10 +112,10 @@ def cofactor(w: Writer, F: str) -> str:
        says="the stable neo-Hookean model", weight=1.5)
 def stable_neo_hookean_stress(w: Writer, F, mu, lam):
     J = w.let(("J", "det_f"), f"wp.determinant({F})")
-    w.comment("the rest-stable shift of Smith et al. 2018")
-    alpha = w.let(("alpha", "shift"), f"{w.lit(1.0)} + {mu} / {lam}")
+    w.comment("lam * (J - alpha) with the rest-stable shift alpha = 1 + mu / lam (Smith et al. 2018), "
+              "multiplied out so that lam = 0 needs no division")
     dJdF = cofactor(w, F)
-    return {"P": w.let(("P", "stress"), f"{mu} * {F} + {lam} * ({J} - {alpha}) * {dJdF}")}
+    return {"P": w.let(("P", "stress"), f"{mu} * {F} + ({lam} * ({J} - {w.lit(1.0)}) - {mu}) * {dJdF}")}
 
 
 @piece("neo_hookean_stress", needs={"F": NEAR_IDENTITY, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},

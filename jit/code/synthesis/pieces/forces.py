@@ -17,10 +17,13 @@ from jit.code.synthesis.pieces.roles import (ANCHOR, ANCHOR_STIFFNESS, BUOYANCY,
                                              VELOCITY, VOLUME, WIND)
 
 EDGE_LENGTH = Role("edge length", "scalar", 0.1, 1.0)  # derived: never a kernel input
+STRETCH = Role("stretch", "scalar")  # derived: length minus rest length
+RELATIVE_VELOCITY = Role("relative velocity", "vec")  # derived: v_j - v_i
 DIRECTION = Role("edge direction", "vec")
 STRAIN = Role("strain", "scalar")
 CONTACT_DISTANCE = Role("contact distance", "scalar", 0.1, 0.4, ("contact_distance", "collision_distance"))
-CONTACT_FRICTION = Role("contact friction", "scalar", 0.0, 5.0, ("contact_kt", "k_friction", "friction_damping"))
+CONTACT_FRICTION = Role("contact friction", "scalar", 0.0, 5.0, ("contact_kt", "k_friction", "contact_friction"),
+                        family="contact")
 EPS = 1.0e-6
 
 
@@ -81,10 +84,16 @@ def edge_geometry(w: Writer, x_i, x_j):
     return {"length": length, "n": direction}
 
 
-@piece("hooke_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "rest": REST_LENGTH, "k": STIFFNESS},
+@piece("edge_stretch", needs={"length": EDGE_LENGTH, "rest": REST_LENGTH}, gives={"stretch": STRETCH},
+       says="how far each edge is from its rest length")
+def edge_stretch(w: Writer, length, rest):
+    return {"stretch": w.let(("stretch", "elongation", "c"), f"{length} - {rest}")}
+
+
+@piece("hooke_force", needs={"n": DIRECTION, "stretch": STRETCH, "k": STIFFNESS},
        gives={"f": FORCE}, says="Hookean spring forces", weight=2.0)
-def hooke_force(w: Writer, n, length, rest, k):
-    return {"f": w.let(("f_spring", "f_elastic"), f"{n} * ({k} * ({length} - {rest}))")}
+def hooke_force(w: Writer, n, stretch, k):
+    return {"f": w.let(("f_spring", "f_elastic"), f"{n} * ({k} * {stretch})")}
 
 
 @piece("spring_damping_force", needs={"n": DIRECTION, "v_i": VELOCITY, "v_j": VELOCITY, "kd": SPRING_DAMPING},
@@ -94,17 +103,17 @@ def spring_damping_force(w: Writer, n, v_i, v_j, kd):
     return {"f": w.let(("f_damp", "f_damping"), f"{n} * ({kd} * {rate})")}
 
 
-@piece("spring_energy", needs={"length": EDGE_LENGTH, "rest": REST_LENGTH, "k": STIFFNESS}, gives={"e": ENERGY},
+@piece("spring_energy", needs={"stretch": STRETCH, "k": STIFFNESS}, gives={"e": ENERGY},
        says="the elastic energy stored in each spring")
-def spring_energy(w: Writer, length, rest, k):
-    stretch = w.let(("stretch", "c"), f"{length} - {rest}")
+def spring_energy(w: Writer, stretch, k):
     return {"e": w.let(("energy", "e_spring"), f"{w.lit(0.5)} * {k} * {stretch} * {stretch}")}
 
 
-@piece("edge_strain", needs={"length": EDGE_LENGTH, "rest": REST_LENGTH}, gives={"strain": STRAIN},
+@piece("edge_strain", needs={"stretch": STRETCH, "rest": REST_LENGTH}, gives={"strain": STRAIN},
        says="the engineering strain of each edge")
-def edge_strain(w: Writer, length, rest):
-    return {"strain": w.let(("strain", "eps"), f"({length} - {rest}) / {rest}")}
+def edge_strain(w: Writer, stretch, rest):
+    w.comment("a zero rest length has no strain to speak of: guard the division")
+    return {"strain": w.let(("strain", "eps"), f"{stretch} / wp.max({rest}, {w.lit(EPS)})")}
 
 
 @piece("contact_penalty_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
@@ -116,22 +125,20 @@ def contact_penalty_force(w: Writer, n, length, reach, k):
     return {"f": w.let(("f_contact", "f_repulse"), f"-{n} * ({k} * {overlap})")}
 
 
-@piece("distance_projection", needs={"n": DIRECTION, "length": EDGE_LENGTH, "w_i": INV_MASS, "w_j": INV_MASS,
-                                     "rest": REST_LENGTH, "relaxation": RELAXATION},
+@piece("distance_projection", needs={"n": DIRECTION, "c": STRETCH, "w_i": INV_MASS, "w_j": INV_MASS,
+                                     "relaxation": RELAXATION},
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a position-based distance constraint projection")
-def distance_projection(w: Writer, n, length, w_i, w_j, rest, relaxation):
-    c = w.let(("c", "violation"), f"{length} - {rest}")
+def distance_projection(w: Writer, n, c, w_i, w_j, relaxation):
     w.comment("pinned pairs (both inverse masses zero) get no correction")
     s = w.let(("s", "scale"), f"{relaxation} * {c} / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
     dx_i = w.let(("dx_i", "corr_i"), f"{n} * ({s} * {w_i})")
     return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"-{n} * ({s} * {w_j})")}
 
 
-@piece("xpbd_distance", needs={"n": DIRECTION, "length": EDGE_LENGTH, "w_i": INV_MASS, "w_j": INV_MASS,
-                               "rest": REST_LENGTH, "compliance": COMPLIANCE, "dt": TIME_STEP},
+@piece("xpbd_distance", needs={"n": DIRECTION, "c": STRETCH, "w_i": INV_MASS, "w_j": INV_MASS,
+                               "compliance": COMPLIANCE, "dt": TIME_STEP},
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="an XPBD distance constraint with compliance")
-def xpbd_distance(w: Writer, n, length, w_i, w_j, rest, compliance, dt):
-    c = w.let(("c", "violation"), f"{length} - {rest}")
+def xpbd_distance(w: Writer, n, c, w_i, w_j, compliance, dt):
     alpha = w.let(("alpha_tilde", "alpha"), f"{compliance} / ({dt} * {dt})")
     dlambda = w.let(("dlambda", "delta_lambda"), f"-{c} / wp.max({w_i} + {w_j} + {alpha}, {w.lit(EPS)})")
     w.comment("the gradient of the constraint is -n at i and n at j")
@@ -149,19 +156,18 @@ def averaged_correction(w: Writer, delta, count, relaxation):
     return {"dx": w.let(("dx", "correction"), f"{delta} * ({relaxation} / {w.style.cast(f'wp.max({count}, 1)')})")}
 
 
-@piece("tension_only_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "rest": REST_LENGTH, "k": STIFFNESS},
+@piece("tension_only_force", needs={"n": DIRECTION, "stretch": STRETCH, "k": STIFFNESS},
        gives={"f": FORCE}, says="tension-only (rope) spring forces")
-def tension_only_force(w: Writer, n, length, rest, k):
+def tension_only_force(w: Writer, n, stretch, k):
     w.comment("a rope pulls when stretched and goes slack when compressed")
-    stretch = w.let(("stretch", "elongation"), f"wp.max({length} - {rest}, {w.lit(0.0)})")
-    return {"f": w.let(("f_rope", "f_tension"), f"{n} * ({k} * {stretch})")}
+    return {"f": w.let(("f_rope", "f_tension"), f"{n} * ({k} * wp.max({stretch}, {w.lit(0.0)}))")}
 
 
 @piece("contact_damping_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
-                                       "v_i": VELOCITY, "v_j": VELOCITY, "kd": CONTACT_DAMPING},
+                                       "v_rel": RELATIVE_VELOCITY, "kd": CONTACT_DAMPING},
        gives={"f": FORCE}, says="damping of approaching contacts")
-def contact_damping_force(w: Writer, n, length, reach, v_i, v_j, kd):
-    vn = w.let(("vn", "approach"), f"wp.dot({v_j} - {v_i}, {n})")
+def contact_damping_force(w: Writer, n, length, reach, v_rel, kd):
+    vn = w.let(("vn", "approach"), f"wp.dot({v_rel}, {n})")
     w.comment("only touching pairs that move closer (vn < 0) are damped, pushing i away from j")
     active = f"{length} < {reach}"
     return {"f": w.let(("f_damp", "f_damping"), f"wp.where({active}, {n} * ({kd} * wp.min({vn}, {w.lit(0.0)})), "
@@ -169,21 +175,19 @@ def contact_damping_force(w: Writer, n, length, reach, v_i, v_j, kd):
 
 
 @piece("contact_friction_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
-                                        "v_i": VELOCITY, "v_j": VELOCITY, "kt": CONTACT_FRICTION},
+                                        "v_rel": RELATIVE_VELOCITY, "kt": CONTACT_FRICTION},
        gives={"f": FORCE}, says="viscous friction between touching particles")
-def contact_friction_force(w: Writer, n, length, reach, v_i, v_j, kt):
-    v_rel = w.let(("v_rel", "dv"), f"{v_j} - {v_i}")
+def contact_friction_force(w: Writer, n, length, reach, v_rel, kt):
     v_t = w.let(("v_t", "slip"), f"{v_rel} - {n} * wp.dot({v_rel}, {n})")
     return {"f": w.let(("f_friction", "f_t"), f"wp.where({length} < {reach}, {v_t} * {kt}, {w.style.zero()})")}
 
 
-@piece("tether_projection", needs={"n": DIRECTION, "length": EDGE_LENGTH, "w_i": INV_MASS, "w_j": INV_MASS,
-                                   "rest": REST_LENGTH, "relaxation": RELAXATION},
+@piece("tether_projection", needs={"n": DIRECTION, "c": STRETCH, "w_i": INV_MASS, "w_j": INV_MASS,
+                                   "relaxation": RELAXATION},
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a one-sided (tether) distance constraint projection")
-def tether_projection(w: Writer, n, length, w_i, w_j, rest, relaxation):
+def tether_projection(w: Writer, n, c, w_i, w_j, relaxation):
     w.comment("a tether only resists stretching: no correction while shorter than its rest length")
-    c = w.let(("c", "excess"), f"wp.max({length} - {rest}, {w.lit(0.0)})")
-    s = w.let(("s", "scale"), f"{relaxation} * {c} / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
+    s = w.let(("s", "scale"), f"{relaxation} * wp.max({c}, {w.lit(0.0)}) / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
     dx_i = w.let(("dx_i", "corr_i"), f"{n} * ({s} * {w_i})")
     return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"-{n} * ({s} * {w_j})")}
 
@@ -193,45 +197,60 @@ def tether_projection(w: Writer, n, length, w_i, w_j, rest, relaxation):
 
 AREA = Role("triangle area", "scalar")  # derived
 UNIT_NORMAL = Role("unit normal", "vec")
+VECTOR_AREA = Role("vector area", "vec")  # the unit normal times the area: half the edges' cross product
 AIR_DRAG = Role("aerodynamic drag coefficient", "scalar", 0.0, 2.0, ("drag", "k_drag", "air_drag"))
 INFLATION = Role("inflation pressure", "scalar", 0.0, 5.0, ("pressure", "inflation", "p_inside"))
 
 
-@piece("triangle_normal_area", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION},
-       gives={"n": UNIT_NORMAL, "area": AREA}, says="triangle normals and areas", dims=(3,))
-def triangle_normal_area(w: Writer, x0, x1, x2):
-    cross = w.let(("cross", "n_area"), f"wp.cross({x1} - {x0}, {x2} - {x0})")
-    w.comment("the cross product's length is twice the area")
-    double_area = w.let(("double_area", "len_cross"), w.length(cross))
-    area = w.let(("area", "tri_area"), f"{w.lit(0.5)} * {double_area}")
-    return {"n": w.let(("n", "normal"), f"{cross} / wp.max({double_area}, {w.lit(EPS)})"), "area": area}
+@piece("triangle_vector_area", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION}, gives={"a": VECTOR_AREA},
+       says="the vector areas of triangles", dims=(3,))
+def triangle_vector_area(w: Writer, x0, x1, x2):
+    w.comment("along the normal, as long as the triangle's area")
+    return {"a": w.let(("area_normal", "vector_area", "a"), f"{w.lit(0.5)} * wp.cross({x1} - {x0}, {x2} - {x0})")}
 
 
-@piece("normal_drag_force", needs={"n": UNIT_NORMAL, "area": AREA, "v_rel": VELOCITY, "k": AIR_DRAG},
-       gives={"f": FORCE}, says="aerodynamic drag on the faces", dims=(3,))
-def normal_drag_force(w: Writer, n, area, v_rel, k):
-    w.comment("the air resists the face moving along its normal, whichever side leads")
+@piece("triangle_normal", needs={"a": VECTOR_AREA}, gives={"n": UNIT_NORMAL}, says="triangle normals", dims=(3,))
+def triangle_normal(w: Writer, a):
+    w.comment("a degenerate triangle gets a zero normal")
+    return {"n": w.let(("n", "normal"), f"wp.normalize({a})")}
+
+
+@piece("triangle_normal_area", needs={"a": VECTOR_AREA}, gives={"n": UNIT_NORMAL, "area": AREA},
+       says="triangle normals and areas", dims=(3,))
+def triangle_normal_area(w: Writer, a):
+    area = w.let(("area", "tri_area"), w.length(a))
+    return {"n": w.let(("n", "normal"), f"{a} / wp.max({area}, {w.lit(EPS)})"), "area": area}
+
+
+@piece("normal_drag_force", needs={"a": VECTOR_AREA, "n": UNIT_NORMAL, "v_rel": VELOCITY, "k": AIR_DRAG},
+       gives={"f": FORCE}, says="aerodynamic drag", dims=(3,))
+def normal_drag_force(w: Writer, a, n, v_rel, k):
+    w.comment("the air resists the face moving along its normal, whichever side leads, in proportion to its area")
     vn = w.let(("vn", "v_normal"), f"wp.dot({v_rel}, {n})")
-    return {"f": w.let(("f_drag", "f_air"), f"{n} * (-{k} * {area} * {vn} * wp.abs({vn}))")}
+    return {"f": w.let(("f_drag", "f_air"), f"{a} * (-{k} * {vn} * wp.abs({vn}))")}
 
 
-@piece("inflation_force", needs={"n": UNIT_NORMAL, "area": AREA, "p": INFLATION}, gives={"f": FORCE},
-       says="an inflating pressure on the faces", dims=(3,))
-def inflation_force(w: Writer, n, area, p):
-    return {"f": w.let(("f_pressure", "f_inflate"), f"{n} * ({p} * {area})")}
+@piece("inflation_force", needs={"a": VECTOR_AREA, "p": INFLATION}, gives={"f": FORCE},
+       says="an inflating pressure", dims=(3,))
+def inflation_force(w: Writer, a, p):
+    w.comment("pressure times area, along the normal")
+    return {"f": w.let(("f_pressure", "f_inflate"), f"{a} * {p}")}
 
 
 CORNER_ANGLE = Role("corner angle", "scalar")  # derived
 
 
-@piece("corner_angles", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION},
+TRIANGLE_EDGE = Role("triangle edge", "vec")  # derived: from the first corner to another
+
+
+@piece("corner_angles", needs={"e1": TRIANGLE_EDGE, "e2": TRIANGLE_EDGE},
        gives={"a0": CORNER_ANGLE, "a1": CORNER_ANGLE, "a2": CORNER_ANGLE}, says="the interior angles of triangles",
        dims=(3,))
-def corner_angles(w: Writer, x0, x1, x2):
+def corner_angles(w: Writer, e1, e2):
     one = w.lit(1.0)
-    e01 = w.let(("e01", "u01"), f"wp.normalize({x1} - {x0})")
-    e02 = w.let(("e02", "u02"), f"wp.normalize({x2} - {x0})")
-    e12 = w.let(("e12", "u12"), f"wp.normalize({x2} - {x1})")
+    e01 = w.let(("u01", "e01_unit"), f"wp.normalize({e1})")
+    e02 = w.let(("u02", "e02_unit"), f"wp.normalize({e2})")
+    e12 = w.let(("u12", "e12_unit"), f"wp.normalize({e2} - {e1})")
     w.comment("clamped: rounding can push a cosine just past 1")
     a0 = w.let(("a0", "angle0"), f"wp.acos(wp.clamp(wp.dot({e01}, {e02}), -{one}, {one}))")
     a1 = w.let(("a1", "angle1"), f"wp.acos(wp.clamp(-wp.dot({e01}, {e12}), -{one}, {one}))")

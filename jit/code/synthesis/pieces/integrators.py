@@ -90,6 +90,12 @@ def velocity_from_positions(w: Writer, x_prev, x, dt):
     return {"v": w.let(("v_new", "v"), f"({x} - {x_prev}) / {dt}")}
 
 
+@piece("position_drift", needs={"x": POSITION, "v": VELOCITY, "dt": TIME_STEP}, gives={"x": POSITION},
+       says="a position update with the current velocity")
+def position_drift(w: Writer, x, v, dt):
+    return {"x": w.update(x, f"{x} + {v} * {dt}", "x_new", "pos", "x_next")}
+
+
 @piece("velocity_kick", needs={"v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP}, gives={"v": VELOCITY},
        says="an explicit velocity update")
 def velocity_kick(w: Writer, v, a, dt):

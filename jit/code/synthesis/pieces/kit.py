@@ -99,6 +99,7 @@ class State:
     fields: dict[str, tuple[str, str]]  # field -> (array or struct array, how to read it at tid)
     outputs: dict[str, str]
     aos: str | None = None
+    local: str = ""  # the struct read at tid, when an array of structs
 
     def read(self, field: str) -> str:
         return self.fields[field][1]
@@ -119,7 +120,7 @@ def particle_state(d: Draft, names: dict[str, tuple[str, ...]], in_place: bool, 
             d.differentiable = False
         if not in_place:
             outputs["__struct__"] = d.array(("particles_out", "new_state"), t, "out", -1.0, 1.0)
-        return State(d, fields, outputs, arr)
+        return State(d, fields, outputs, arr, local)
     fields, outputs = {}, {}
     for f, candidates in names.items():
         arr = d.array(candidates, "vec", role, -1.0, 1.0)
@@ -133,10 +134,10 @@ def particle_state(d: Draft, names: dict[str, tuple[str, ...]], in_place: bool, 
 def store_state(s: State, values: dict[str, str]) -> None:
     """Write the new state of particle ``tid`` back (struct fields, in place, or to the outputs)."""
     w = s.d.w
-    if s.aos:
-        target = s.outputs.get("__struct__", s.aos)
+    if s.aos:  # update the struct read at tid and write it back whole
         for f, value in values.items():
-            w.add(f"{target}[tid].{f} = {value}")
+            w.add(f"{s.local}.{f} = {value}")
+        w.add(f"{s.outputs.get('__struct__', s.aos)}[tid] = {s.local}")
         return
     for f, value in values.items():
         w.add(f"{s.outputs.get(f, s.fields[f][0])}[tid] = {value}")
@@ -192,7 +193,9 @@ def active_mask(d: Draft, noun: str) -> str:
     if d.rng.random() >= 0.2:
         return ""
     mask = d.array(("active", f"{noun}_active", "enabled"), T.INT32, lo=0, hi=1)
-    d.w.add(f"if {mask}[tid] == 0:", f"{INDENT}return")
+    with d.w.block(f"if {mask}[tid] == 0"):
+        d.skip()  # what a skipped item still writes (its per-item outputs) goes here
+        d.w.add("return")
     return f"active {noun}"
 
 
@@ -210,6 +213,7 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
     """Resolve contacts with each collider in turn; (x, v, what was done) after them."""
     w = d.w
     x, v = w.own(x, "x"), w.own(v, "v")
+    shared = sum(c != "box" for c in colliders) > 1
     for c in colliders:
         if c == "box":
             out = d.use("box_container", inline=True, x=x, v=v)
@@ -222,8 +226,10 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
         hit = d.use(COLLIDERS[c], inline=True, x=x, **bound)
         with w.block(f"if {hit['depth']} > {w.lit(0.0)}"):
             d.use("project_out", inline=True, x=x, n=hit["n"], depth=hit["depth"])
-            bound = {"v": v, "n": hit["n"]}
-            d.use(response, inline=True, **bound)
+            # two colliders share one response: a helper rather than the same lines twice
+            in_place, w.in_place = w.in_place, True  # the branch updates the particle's velocity
+            d.use(response, inline=not shared, v=v, n=hit["n"])
+            w.in_place = in_place
     named = [says(COLLIDERS[c]) for c in colliders]
     resolved = [c for c in colliders if c != "box"]
     text = f"contacts with {join(named)}"
@@ -233,8 +239,13 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
 
 
 def pick_weighted_colliders(rng: random.Random) -> list[str]:
-    k = rng.choice((0, 1, 1, 1, 2))
-    return rng.sample(["ground", "sphere", "box", "sdf"], k, counts=[3, 2, 2, 1]) if k else []
+    """None, one or two distinct colliders, the ground the most often."""
+    pool, chosen = {"ground": 3, "sphere": 2, "box": 2, "sdf": 1}, []
+    for _ in range(rng.choice((0, 1, 1, 1, 2))):
+        name = rng.choices(list(pool), list(pool.values()))[0]
+        chosen.append(name)
+        del pool[name]
+    return chosen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,15 +263,15 @@ BOUNDARIES = {
 class Grid:
     """A regular grid the launch covers one thread per cell, and how its stencils read neighbours.
 
-    Extents (``nx = field.shape[0]`` or count parameters) and neighbour indices are written when a
-    kernel first needs them, so a kernel that samples rather than differences has none.
+    Extents (``nx = field.shape[0]``: the array knows its size, no count parameter repeats it) and
+    neighbour indices are written when a kernel first needs them, so a kernel that samples rather
+    than differences has none.
     """
 
     d: Draft
     shape: tuple[int, ...]
     boundary: str
-    first: str  # the first input array, whose shape the extents may read
-    from_shape: bool
+    first: str  # the first input array, whose shape the extents read
     _extents: list[str] | None = None
     _index: dict[str, tuple[str, ...]] | None = None
 
@@ -276,10 +287,7 @@ class Grid:
     def extents(self) -> list[str]:
         if self._extents is None:
             names = (("nx", "width"), ("ny", "height"), ("nz", "depth"))[: self.dim]
-            if self.from_shape:
-                self._extents = [self.d.w.let(n[0], f"{self.first}.shape[{a}]") for a, n in enumerate(names)]
-            else:
-                self._extents = [self.d.count(n[::-1], s) for n, s in zip(names, self.shape)]
+            self._extents = [self.d.w.let(n[0], f"{self.first}.shape[{a}]") for a, n in enumerate(names)]
         return self._extents
 
     def read(self, arr: str, side: str | None = None) -> str:
@@ -320,7 +328,7 @@ def grid(d: Draft, first: str | tuple[str, ...], dim: int, boundary: str | None 
     d.w.taken |= {"i", "j", "k"}  # the thread's cell
     arr = d.array(first, first_kind, lo=first_range[0], hi=first_range[1])
     boundary = boundary or rng.choice(tuple(BOUNDARIES))
-    return Grid(d, shape, boundary, arr, rng.random() < 0.5), arr
+    return Grid(d, shape, boundary, arr), arr
 
 
 def grid_shape(rng: random.Random, dim: int) -> tuple[int, ...]:
@@ -328,15 +336,16 @@ def grid_shape(rng: random.Random, dim: int) -> tuple[int, ...]:
 
 
 def interior_guard(g: Grid, keep: list[tuple[str, str]]) -> None:
-    """For the fixed boundary: border cells copy ``keep`` (output, input) pairs and stop."""
+    """For the fixed boundary: border cells write ``keep`` (output, value: an input's value, or zero
+    for a derivative the border has none of) and stop, so every output is written everywhere."""
     if g.boundary != "interior":
         return
     w = g.d.w
     axes = "ijk"[: g.dim]
     test = " or ".join(f"{c} == 0 or {c} == {n} - 1" for c, n in zip(axes, g.extents))
     with w.block(f"if {test}"):
-        for out, src in keep:
-            w.add(f"{out}[{g.at}] = {src}[{g.at}]")
+        for out, value in keep:
+            w.add(f"{out}[{g.at}] = {value}")
         w.add("return")
 
 
@@ -368,7 +377,8 @@ def neighbour_loop(d: Draft, n: int, x: str) -> tuple[str, str]:
         nbrs = d.array(("neighbors", "neighbor_list", "nbr"), T.INT32, lo=0, hi=n - 1, shape=(n, width))
         counts = d.array(("neighbor_count", "num_neighbors", "nbr_count"), T.INT32, lo=0, hi=width)
         slot = w.fresh("slot", "k", "s")
-        w.add(f"for {slot} in range({counts}[tid]):")
+        w.comment("a full list may report more neighbours than it has room for")
+        w.add(f"for {slot} in range(wp.min({counts}[tid], {nbrs}.shape[1])):")
         w.depth += 1
         j = w.let("j", f"{nbrs}[tid, {slot}]")
         return j, "over a fixed-width neighbour list"

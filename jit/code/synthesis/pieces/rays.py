@@ -59,8 +59,10 @@ def ray_ground(w: Writer, o, d, ground, t_max):
        gives={"t": HIT_T}, says="ray-box (slab) intersection", dims=(3,))
 def ray_box(w: Writer, o, d, lower, upper, t_max):
     vec = w.style.type("vec3")
-    w.comment("slabs: a zero direction component gives infinities that min/max sort out")
-    inv = w.let(("inv_d", "inv_dir"), f"wp.cw_div({vec}({w.lit(1.0)}, {w.lit(1.0)}, {w.lit(1.0)}), {d})")
+    tiny, one = w.lit(1.0e-9), w.lit(1.0)
+    w.comment("slabs; zero components are nudged off zero, as 0 * inf is NaN on a slab plane")
+    safe = [f"wp.where(wp.abs({d}[{a}]) > {tiny}, {d}[{a}], {tiny})" for a in range(3)]
+    inv = w.let(("inv_d", "inv_dir"), f"{vec}({', '.join(f'{one} / {c}' for c in safe)})")
     t0 = w.let(("t_lo", "t0"), f"wp.cw_mul({lower} - {o}, {inv})")
     t1 = w.let(("t_hi", "t1"), f"wp.cw_mul({upper} - {o}, {inv})")
     t_enter = w.let(("t_enter", "t_in"), f"wp.max(wp.max(wp.min({t0}[0], {t1}[0]), wp.min({t0}[1], {t1}[1])), "
@@ -68,7 +70,7 @@ def ray_box(w: Writer, o, d, lower, upper, t_max):
     t_exit = w.let(("t_exit", "t_out"), f"wp.min(wp.min(wp.max({t0}[0], {t1}[0]), wp.max({t0}[1], {t1}[1])), "
                                        f"wp.max({t0}[2], {t1}[2]))")
     t = w.own(t_max, "t", "t_box")  # a running nearest distance is updated in place
-    with w.block(f"if {t_exit} >= wp.max({t_enter}, {w.lit(0.0)})"):
+    with w.block(f"if {t_exit} >= {t_enter} and {t_exit} > {w.lit(EPS)}"):
         w.comment("from inside the box the ray leaves through the far slab")
         w.rebind(t, f"wp.min(wp.where({t_enter} > {w.lit(EPS)}, {t_enter}, {t_exit}), {t})")
     return {"t": t}

@@ -29,18 +29,22 @@ MAX_SPEED = Role("speed limit", "scalar", 1.0, 10.0, ("max_speed", "speed_limit"
 
 # forces and their coefficients
 DRAG = Role("drag coefficient", "scalar", 0.0, 1.0, ("drag", "drag_coefficient", "k_drag"), per_item=0.1)
-DAMPING = Role("damping rate", "scalar", 0.0, 2.0, ("damping", "linear_damping", "k_damp"))
+DAMPING = Role("damping rate", "scalar", 0.0, 2.0, ("damping", "damping_rate", "k_damp"))
 WIND = Role("wind velocity", "vec", -2.0, 2.0, ("wind", "wind_velocity", "air_velocity"))
-STIFFNESS = Role("spring stiffness", "scalar", 10.0, 100.0, ("stiffness", "ke", "spring_stiffness"), per_item=0.4)
-SPRING_DAMPING = Role("spring damping", "scalar", 0.0, 1.0, ("kd", "spring_damping", "damping"), per_item=0.3)
+STIFFNESS = Role("spring stiffness", "scalar", 10.0, 100.0, ("stiffness", "ke", "spring_stiffness"), per_item=0.4,
+                 family="spring")
+SPRING_DAMPING = Role("spring damping", "scalar", 0.0, 1.0, ("damping", "kd", "spring_damping"), per_item=0.3,
+                      family="spring")
 REST_LENGTH = Role("rest length", "scalar", 0.1, 1.0, ("rest_length", "rest_lengths", "spring_rest_length"),
                    per_item=0.7)
 ANCHOR = Role("anchor position", "vec", -1.0, 1.0, ("anchor", "rest_positions", "targets"), per_item=0.8)
 ANCHOR_STIFFNESS = Role("tether stiffness", "scalar", 1.0, 20.0, ("tether_stiffness", "k_anchor", "pin_stiffness"))
 COMPLIANCE = Role("compliance", "scalar", 0.0, 1.0e-3, ("compliance", "alpha"), per_item=0.3)
 RELAXATION = Role("relaxation factor", "scalar", 0.2, 1.0, ("relaxation", "stiffness", "omega"))
-CONTACT_STIFFNESS = Role("contact stiffness", "scalar", 100.0, 1000.0, ("contact_ke", "k_contact", "contact_stiffness"))
-CONTACT_DAMPING = Role("contact damping", "scalar", 0.0, 10.0, ("contact_kd", "k_damping", "contact_damping"))
+CONTACT_STIFFNESS = Role("contact stiffness", "scalar", 100.0, 1000.0, ("contact_ke", "k_contact", "contact_stiffness"),
+                         family="contact")
+CONTACT_DAMPING = Role("contact damping", "scalar", 0.0, 10.0, ("contact_kd", "k_damping", "contact_damping"),
+                       family="contact")
 BUOYANCY = Role("fluid density", "scalar", 0.5, 1.5, ("fluid_density", "rho_fluid"))
 VOLUME = Role("volume", "scalar", 0.01, 0.1, ("volume", "particle_volume", "volumes"), per_item=0.6)
 

@@ -8,7 +8,7 @@ motion (``integrators``) and matrices other than rotations (``linalg``).
 from __future__ import annotations
 
 from jit.code.synthesis.pieces.base import Role, Writer, piece
-from jit.code.synthesis.pieces.roles import (ANGULAR_VELOCITY, DAMPING, DIRECTION3, LINEAR_VELOCITY, LOCAL_POINT,
+from jit.code.synthesis.pieces.roles import (ANGULAR_VELOCITY, DIRECTION3, LINEAR_VELOCITY, LOCAL_POINT,
                                              POINT3, QUATERNION, TIME_STEP, TORQUE, TRANSFORM)
 
 WORLD_POINT = Role("world point", "vec3")  # derived
@@ -20,6 +20,7 @@ PRINCIPAL_INERTIA = Role("principal moments of inertia", "vec3", 0.5, 2.0, ("ine
 CENTER_OF_MASS = Role("center of mass", "vec3", -1.0, 1.0, ("com", "body_com", "center"))
 SPIN_AXIS = Role("rotation axis", "vec3", -1.0, 1.0, ("axis", "spin_axis"))
 ANGLE = Role("angle", "scalar", -3.14, 3.14, ("angle", "theta"))
+ANGULAR_DAMPING = Role("angular damping rate", "scalar", 0.0, 2.0, ("angular_damping_rate", "k_ang_damp", "spin_damping"))
 
 
 @piece("transform_point", needs={"xform": TRANSFORM, "p": LOCAL_POINT}, gives={"p": WORLD_POINT},
@@ -86,7 +87,7 @@ def euler_rotation_step(w: Writer, q, omega, torque, inertia, dt):
     return {"omega": w.let(("omega_new", "w_new"), f"wp.quat_rotate({q}, {w_body} + {w_dot} * {dt})")}
 
 
-@piece("angular_damping", needs={"omega": ANGULAR_VELOCITY, "damping": DAMPING, "dt": TIME_STEP},
+@piece("angular_damping", needs={"omega": ANGULAR_VELOCITY, "damping": ANGULAR_DAMPING, "dt": TIME_STEP},
        gives={"omega": ANGULAR_VELOCITY}, says="angular velocity damping", dims=(3,))
 def angular_damping(w: Writer, omega, damping, dt):
     return {"omega": w.update(omega, f"{omega} * wp.exp(-{damping} * {dt})", "omega_damped")}
