@@ -16,8 +16,9 @@ class Category:
 # source -> (its share of a mix that draws it, what it is)
 SOURCES: dict[str, tuple[float, str]] = {
     "realistic": (0.30, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
-    "patterns": (0.25, "skeletons of what simulation and graphics kernels do, randomised in their details"),
-    "mutants": (0.30, "mutations that keep the meaning of real kernels from Warp's examples, library and tests"),
+    "patterns": (0.35, "skeletons of what simulation, graphics and tile kernels do, randomised in their details"),
+    # a seed has few meaning-keeping mutants far enough from each other: a larger share is mostly redrawn
+    "mutants": (0.20, "mutations that keep the meaning of real kernels from Warp's examples, library and tests"),
     "random": (0.15, "the typed random-program generator, for coverage of Warp's builtins"),
     "composed": (0.45, "kernels composed from pieces with a purpose (integrators, forces, stencils, ...)"),
 }
