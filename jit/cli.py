@@ -1,4 +1,4 @@
-"""``jit-synth``: generate | extract | trace | validate | stats | split | export | report | bench.
+"""``jit-synth``: generate | extract | trace | validate | stats | split | export | report | bench | eval.
 
 argparse only: each command module (``jit.code.commands``) adds its own arguments and runs.
 """
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import sys
 
-from jit.code.commands import bench, common, export, extract, generate, report, split, stats, trace, validate
+from jit.code.commands import bench, common, eval, export, extract, generate, report, split, stats, trace, validate
 
 COMMANDS = {"generate": generate, "extract": extract, "trace": trace, "stats": stats, "validate": validate,
-            "split": split, "export": export, "report": report, "bench": bench}
+            "split": split, "export": export, "report": report, "bench": bench,
+            "eval": eval}
 
 
 def build_parser() -> common.OneLineParser:

@@ -1,0 +1,246 @@
+"""Build and run a prediction for one benchmark record: what happens inside the sandboxed child.
+
+Per task:
+
+- ``*2py`` (cuda2py, purpose2py): the predicted Python is defined as a Warp module, built for the
+  CPU and its kernel launched on the inputs; parameters are matched by name, else by position.
+- ``py2cpp``: Warp's module source for the record's own kernel (backward off, so the forward is
+  the whole kernel) has the span from its first struct or helper to the end of the kernel's
+  forward function replaced by the prediction; it is compiled with Warp's clang, loaded through
+  Warp's ahead-of-time loader and launched with ``wp.launch`` like any kernel.
+- ``py2cuda`` and ``py2cuda-adjoint``: the same splice into the CUDA module source (the adjoint
+  task replaces the helpers and the backward kernel and keeps Warp's forward kernel), compiled
+  with NVRTC; launched only where a GPU exists (``launch_cuda``).
+- ``py2ptx``: nothing to build here.
+
+Hash suffixes in a prediction (``scale_fb36e44b``) are mapped to those of the build at hand by
+name, since Warp derives them from build options. Every function returns plain data (outputs as
+NumPy arrays) or raises ``BuildError`` with the compiler's own message.
+What it leaves out: the sandbox (``sandbox``), inputs and comparison (``score``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import tempfile
+
+import numpy as np
+import warp as wp
+
+from jit.code.checks import launch as L
+from jit.code.checks.execute import set_cpu_options
+from jit.code.checks.gradient import Loss
+from jit.code.extraction import warp_backend as wb
+from jit.code.extraction.ir_extractor import extract_many
+
+PYTHON_TASKS = ("cuda2py", "purpose2py")
+# task -> (device, does the prediction hold the backward kernel); py2cpp's module keeps Warp's
+# backward kernel, which calls the predicted helper adjoints when gradients are checked
+SPLICED = {"py2cpp": ("cpu", False), "py2cuda": ("cuda", False), "py2cuda-adjoint": ("cuda", True)}
+HASHED = re.compile(r"\b([A-Za-z_]\w*?)_([0-9a-f]{8})\b")
+FENCE = re.compile(r"^\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*$", re.DOTALL)
+_names = itertools.count()
+
+
+class BuildError(Exception):
+    """The prediction does not build or compile; the message is the compiler's."""
+
+
+class RunError(Exception):
+    """The prediction built but cannot be launched as the benchmark launches the kernel."""
+
+
+def unfenced(text: str) -> str:
+    """A prediction without the Markdown code fence chat models put around code."""
+    m = FENCE.match(text)
+    return m.group(1) if m else text
+
+
+@contextlib.contextmanager
+def native_stderr(into: list):
+    """Collect what native code (clang, NVRTC) prints on file descriptor 2 into ``into``."""
+    with tempfile.TemporaryFile(mode="w+b") as f:
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            f.seek(0)
+            into.append(f.read().decode("utf-8", "replace"))
+
+
+def _module_name(tag: str) -> str:
+    return f"jit_eval_{tag}_{os.getpid()}_{next(_names)}"
+
+
+def _kernel_of(namespace: dict, name: str):
+    kernel = namespace.get(name)
+    if wb.is_kernel(kernel):
+        return kernel
+    kernels = [v for v in namespace.values() if wb.is_kernel(v)]
+    if not kernels:
+        raise BuildError("the prediction defines no @wp.kernel")
+    return kernels[-1]
+
+
+def positional(kernel, launch: dict) -> tuple[dict, dict]:
+    """(the launch for ``kernel``'s parameter names, {kernel name: benchmark name}): by name when
+    every name matches, else by position when the counts agree."""
+    names = list(L.kernel_arg_types(kernel))
+    described = [a["name"] for a in launch.get("args", [])]
+    if set(names) == set(described):
+        return launch, {n: n for n in names}
+    if len(names) != len(described):
+        raise RunError(f"the kernel takes {len(names)} parameters, the benchmark launches {len(described)}")
+    mapping = dict(zip(described, names))
+    args = [dict(a, name=mapping[a["name"]]) for a in launch["args"]]
+    return dict(launch, args=args), {mine: theirs for theirs, mine in mapping.items()}
+
+
+def _launch_all(kernel, launch: dict, inputs: list[dict], grads: dict | None = None) -> list[dict]:
+    """Outputs for each input set, keyed by the benchmark's names; with ``grads`` ({"weights":
+    {output: array}, "wrt": [input, ...]}) also ``d/<input>``: the gradient of
+    ``sum(weights * output)`` by Warp's backward kernel (``wp.Tape``)."""
+    mine, back = positional(kernel, launch)
+    plan = L.plan_from_metadata(kernel, {"launch": mine})
+    to_mine = {theirs: m for m, theirs in back.items()}
+    loss = None
+    if grads:
+        by_name = {a.name: a for a in plan.args}
+        loss = Loss(kernel, plan, [by_name[to_mine[n]] for n in grads["weights"]],
+                    [by_name[to_mine[n]] for n in grads["wrt"]],
+                    {to_mine[n]: w for n, w in grads["weights"].items()})
+    out = []
+    for values in inputs:
+        values = {to_mine[k]: v for k, v in values.items()}
+        got = {back[k]: v for k, v in L.run_outputs(kernel, plan, values).items()}
+        if loss is not None:
+            got.update({f"d/{back[k]}": v for k, v in loss.gradients(values).items()})
+        out.append(got)
+    return out
+
+
+def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], grads: dict | None = None) -> list[dict]:
+    """Outputs (and gradients) of the kernel a Python text defines, for each input set (*2py)."""
+    try:
+        handle = wb.define([source], _module_name("py"))
+    except Exception as exc:  # noqa: BLE001  the prediction's own error
+        raise BuildError(f"{type(exc).__name__}: {exc}") from None
+    kernel = _kernel_of(handle.namespace, kernel_name)
+    set_cpu_options(kernel.module, backward=bool(grads))
+    log: list[str] = []
+    try:
+        with native_stderr(log):
+            wp.load_module(kernel.module, device="cpu", block_dim=1)
+    except Exception as exc:  # noqa: BLE001
+        raise BuildError(f"{type(exc).__name__}: {exc}\n{''.join(log)[-4000:]}".strip()) from None
+    return _launch_all(kernel, launch, inputs, grads)
+
+
+# ---------------------------------------------------------------------------------------------
+# a prediction spliced into Warp's module source
+
+
+def _reference_build(record: dict, device: str, backward: bool, replace_backward: bool):
+    """(kernel, module, options, module source, (start, end) of the span a prediction replaces,
+    Warp's forward kernel text) for the record's own kernel, built with or without ``backward``;
+    the span runs from the first struct or helper to the kernel's forward, or to its backward
+    when ``replace_backward``."""
+    handle = wb.define([record["python_source"]], _module_name("ref"))
+    kernel = handle.namespace[record["kernel_name"]]
+    module = kernel.module
+    set_cpu_options(module, backward=backward)
+    wp.set_module_options({"block_dim": 1} if device == "cpu" else {"optimization_level": None, "fuse_fp": True},
+                          module)
+    builds: dict = {}
+    ir = extract_many([kernel], (device,), backward=backward, builds=builds)[0][device]
+    build = builds[device]
+    source = build.module_source(device)
+    pieces = [t for _, t in ir.structs] + [f.forward for f in ir.functions]
+    pieces += [f.adjoint for f in ir.functions if f.adjoint and backward]
+    pieces += [ir.args_struct, ir.forward] + ([ir.backward] if replace_backward else [])
+    spans = []
+    for piece in (p.strip("\n") for p in pieces if p and p.strip()):
+        at = source.find(piece)
+        if at < 0:
+            raise RuntimeError(f"Warp's {device} module source does not hold a piece of the record's code")
+        spans.append((at, at + len(piece)))
+    span = (min(s for s, _ in spans), max(e for _, e in spans))
+    return kernel, module, build.options, source, span, ir.forward
+
+
+def rename_hashes(prediction: str, reference: str, current: str) -> str:
+    """Hash-suffixed names of ``reference`` renamed to the same names' suffixes in ``current``."""
+    now = {}
+    for m in HASHED.finditer(current):
+        now.setdefault(m.group(1), m.group(0))
+    mapping = {m.group(0): now[m.group(1)] for m in HASHED.finditer(reference) if m.group(1) in now}
+    if not mapping:
+        return prediction
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
+    return pattern.sub(lambda m: mapping[m.group(1)], prediction)
+
+
+def spliced(task: str, record: dict, prediction: str, reference: str, backward: bool = False):
+    """(kernel, module, options, source with the prediction in place of Warp's code)."""
+    device, replace_backward = SPLICED[task]
+    kernel, module, options, source, (start, end), forward = _reference_build(
+        record, device, backward or replace_backward, replace_backward)
+    text = rename_hashes(prediction, reference, source[start:end])
+    if task == "py2cuda-adjoint":  # the adjoint replaces helpers and backward; Warp's forward stays
+        text = text.rstrip("\n") + "\n\n" + forward
+    return kernel, module, options, source[:start] + text + source[end:]
+
+
+def _compile(source: str, device: str, path: str, options: dict) -> None:
+    log: list[str] = []
+    try:
+        with native_stderr(log):
+            wb.compile_source(source, device, path, options)
+    except Exception as exc:  # noqa: BLE001  the compiler's failure is the prediction's
+        raise BuildError(f"{''.join(log).strip()[-4000:] or exc}") from None
+
+
+def run_cpp(record: dict, prediction: str, reference: str, inputs: list[dict], grads: dict | None = None) -> list[dict]:
+    """Outputs of Warp's launch of the kernel whose C++ forward (and helper adjoints) is the
+    prediction (py2cpp); with ``grads``, Warp's backward kernel runs on the predicted helpers."""
+    kernel, module, options, source = spliced("py2cpp", record, prediction, reference, backward=bool(grads))
+    folder = os.path.abspath("aot")
+    with native_stderr([]):
+        artifacts = wp.compile_aot_module(module, "cpu", module_dir=folder)  # Warp's meta and object file
+    _compile(source, "cpu", str(artifacts[0]), options)  # the prediction's object file in its place
+    wp.load_aot_module(module, "cpu", module_dir=folder)
+    return _launch_all(kernel, record["metadata"]["launch"], inputs, grads)
+
+
+def compile_cuda(task: str, record: dict, prediction: str, reference: str, arch: int = wb.DEFAULT_CUDA_ARCH) -> str:
+    """Compile the CUDA module with the prediction in place with NVRTC; the PTX file's path."""
+    if not wb.nvrtc_available():
+        raise RunError("NVRTC is not available in this Warp build")
+    _, _, options, source = spliced(task, record, prediction, reference)
+    options = dict(options, output_arch=arch)
+    path = os.path.abspath(f"module.sm{arch}.ptx")
+    _compile(source, "cuda", path, options)
+    return path
+
+
+def launch_cuda(record: dict, prediction: str, reference: str, inputs: list[dict]) -> list[dict]:
+    """py2cuda on a GPU: the spliced module compiled by NVRTC for the device, loaded and launched."""
+    kernel, module, options, source = spliced("py2cuda", record, prediction, reference)
+    device = wp.get_device("cuda:0")
+    folder = os.path.abspath("aot_cuda")
+    artifacts = wp.compile_aot_module(module, device, module_dir=folder, use_ptx=True)
+    _compile(source, "cuda", str(artifacts[0]), dict(options, output_arch=device.arch))
+    wp.load_aot_module(module, device, module_dir=folder, use_ptx=True)
+    mine, back = positional(kernel, record["metadata"]["launch"])
+    plan = L.plan_from_metadata(kernel, {"launch": mine})
+    return [{back[k]: v for k, v in L.run_outputs(kernel, plan, values, "cuda").items()} for values in inputs]
+
+
+def as_arrays(outputs: list[dict]) -> list[dict]:
+    return [{k: np.asarray(v) for k, v in o.items()} for o in outputs]

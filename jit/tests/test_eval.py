@@ -1,0 +1,228 @@
+"""``jit-synth eval``: text, compile, run-and-match and pass@k against a tiny benchmark.
+
+The oracle (Warp's own output) must score 100% on every task; seeded corruptions of the reference
+code must fail run-and-match; whitespace and temporary-renumbering variants must still count as
+normalised exact matches; predictions that hang, crash or write files are contained.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import random
+
+import pytest
+
+from jit.code.commands import bench as bench_command
+from jit.code.commands import eval as eval_command
+from jit.code.evaluation import baselines, bench, corruptions, predictions, running, sandbox, score, text
+
+KERNELS = '''\
+import warp as wp
+
+
+@wp.kernel
+def blend_fields(a: wp.array(dtype=float), b: wp.array(dtype=float), t: float, out: wp.array(dtype=float)):
+    """Blend two fields with weight t, clamped to the unit interval."""
+    i = wp.tid()
+    w = wp.clamp(t, 0.0, 1.0)
+    out[i] = a[i] * (1.0 - w) + b[i] * w + a[i] * b[i]
+
+
+@wp.func
+def falloff(r: float, h: float):
+    q = wp.max(h - r, 0.0)
+    return q * q * q
+
+
+@wp.kernel
+def smooth_density(x: wp.array(dtype=wp.vec3), h: float, rho: wp.array(dtype=float)):
+    i = wp.tid()
+    total = float(0.0)
+    for j in range(x.shape[0]):
+        total += falloff(wp.length(x[i] - x[j]), h)
+    rho[i] = total / h
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evalbench")
+    (root / "kernels.py").write_text(KERNELS)
+    out = root / "bench"
+    assert bench_command.main(["build", str(root / "kernels.py"), "--output", str(out), "--emit-ptx", "-q"]) == 0
+    _, records = bench.read(str(out))
+    assert len(records) == 2
+    return out, records
+
+
+def evaluate(task, records, grouped, seed=7, seconds=60.0):
+    return score.evaluate(task, score.applicable(records, task), grouped, seed, seconds)
+
+
+@pytest.mark.parametrize("task", ["py2cpp", "cuda2py", "purpose2py", "py2cuda", "py2cuda-adjoint", "py2ptx"])
+def test_the_oracle_scores_everything(built, task):
+    _, records = built
+    todo = score.applicable(records, task)
+    assert todo, task
+    rows, result = evaluate(task, records, baselines.oracle(todo, task))
+    figures = result["tiers"]["all"]
+    assert figures["exact"] == figures["renamed"] == figures["pass@1"] == 100.0, rows
+    if result["mode"] != "text-only":
+        assert figures["compiles"] == 100.0, rows
+    if result["mode"] == "cpu-run":
+        assert figures["matches"] == 100.0, rows
+        assert all(r["error"] is None for r in rows)
+
+
+CASES = [("py2cpp", "cpp"), ("cuda2py", "python")]
+
+
+@pytest.mark.parametrize("task,language", CASES)
+def test_seeded_corruptions_fail_run_and_match(built, task, language):
+    _, records = built
+    todo = score.applicable(records, task)
+    grouped = {}
+    for rid, record in todo.items():
+        reference = baselines.oracle({rid: record}, task)[rid][0]
+        graded = record["validation"].get("gradient") == "passed"  # else adjoint code never runs
+        for kind in corruptions.KINDS:
+            bad = corruptions.corrupt(reference, language, kind, random.Random(f"{rid}:{kind}"), not graded)
+            if bad is not None and bad != reference:
+                grouped.setdefault(rid, []).append(bad)
+    assert sum(map(len, grouped.values())) >= 5
+    rows, _ = evaluate(task, records, grouped)
+    assert [r for r in rows if r["matches"]] == []
+    assert any(r["mismatch"] for r in rows)  # a wrong output is named, not only a failed build
+
+
+def test_corruptions_change_what_they_say():
+    rng = random.Random(0)
+    py = "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    i = wp.tid()\n    a[i] = a[i] * 2.0\n"
+    assert "a[i] / 2.0" in corruptions.corrupt(py, "python", "operator", rng)
+    assert "a[i + 1]" in corruptions.corrupt(py, "python", "index", rng)
+    assert corruptions.corrupt(py, "python", "gradient", rng) is None
+    cpp = "    var_2 = wp::mul(var_1, var_0);\n    wp::adj_mul(var_1, var_0, adj_1, adj_0, adj_2);\n"
+    assert "wp::div(" in corruptions.corrupt(cpp, "cpp", "operator", rng)
+    assert "adj_mul" not in corruptions.corrupt(cpp, "cpp", "gradient", rng)
+
+
+def test_whitespace_and_renumbered_variants_are_normalised_matches(built):
+    _, records = built
+    record = next(r for r in records.values() if r["kernel_name"] == "smooth_density")
+    reference = baselines.oracle({record["id"]: record}, "py2cpp")[record["id"]][0]
+    spaced = "\n\n".join("  " + line.replace(", ", ",   ") for line in reference.splitlines())
+    numbers = sorted({int(n) for n in text.TEMPORARY.findall(reference) for n in [n[1]]})
+    shift = {str(n): str(n + 100) for n in numbers}
+    renumbered = text.TEMPORARY.sub(lambda m: f"{m.group(1)}_{shift[m.group(2)]}", reference)
+    rehashed = text.HASH_SUFFIX.sub(lambda m: m.group(1)[::-1], reference)  # another hash for each
+    assert text.scores(spaced, reference)["whitespace"] and not text.scores(spaced, reference)["exact"]
+    for variant in (renumbered, rehashed):
+        got = text.scores(variant, reference)
+        assert got["renamed"] and not got["whitespace"]
+    wrong = reference.replace("wp::mul(", "wp::add(", 1)
+    assert not text.scores(wrong, reference)["renamed"]
+    rows, result = evaluate("py2cpp", records, {record["id"]: [spaced, renumbered]})
+    assert result["tiers"]["all"]["matches"] == 100.0  # what counts as the same text also runs the same
+
+
+def test_pass_at_k_is_the_unbiased_estimator():
+    for n, c, k in [(5, 2, 1), (5, 2, 3), (10, 0, 5), (4, 4, 2), (6, 1, 6)]:
+        ways = list(itertools.combinations(range(n), k))
+        brute = sum(any(i < c for i in pick) for pick in ways) / len(ways)
+        assert math.isclose(score.pass_at_k(n, c, k), brute)
+
+
+def test_untrusted_code_is_contained(tmp_path):
+    here = os.getcwd()
+
+    def hang():
+        while True:
+            pass
+
+    def crash():
+        os.kill(os.getpid(), 11)
+
+    def write():
+        with open("note.txt", "w") as f:
+            f.write("mine")
+        return os.path.abspath("note.txt")
+
+    def hog():
+        return len(bytearray(8 << 30))
+
+    t = sandbox.contained(hang, seconds=1.0)
+    assert t.status == "timeout"
+    assert sandbox.contained(crash, seconds=10).status == "crashed"
+    w = sandbox.contained(write, seconds=10, scratch_parent=str(tmp_path))
+    assert w.status == "ok" and not os.path.exists(w.value) and os.listdir(tmp_path) == []
+    assert sandbox.contained(hog, seconds=10, memory=1 << 30).status == "error"
+    assert os.getcwd() == here
+
+
+def test_hanging_crashing_and_writing_predictions_score_as_failed_and_the_run_goes_on(built, tmp_path):
+    _, records = built
+    record = next(r for r in records.values() if r["kernel_name"] == "blend_fields")
+    source = record["python_source"]
+    writes = tmp_path / "written.txt"
+    bad = [source.replace("import warp as wp", "import warp as wp\nwhile True:\n    pass"),
+           source.replace("import warp as wp", "import warp as wp\nimport os\nos.kill(os.getpid(), 11)"),
+           source.replace("import warp as wp", "import warp as wp\nopen('x.txt', 'w').write('x')"),
+           source.replace("i = wp.tid()", "i = wp.tid(\n"),
+           source]
+    rows, result = evaluate("cuda2py", {record["id"]: record}, {record["id"]: bad}, seconds=8.0)
+    assert [r["passed"] for r in rows] == [False, False, True, False, True]
+    assert rows[0]["error"].startswith("timeout") and rows[1]["error"].startswith("crashed")
+    assert rows[3]["compiles"] is False and "SyntaxError" in rows[3]["error"]
+    assert not os.path.exists("x.txt") and not writes.exists()
+    assert result["tiers"]["all"]["pass@1"] == 40.0
+    assert result["tiers"]["all"]["pass@5"] == 100.0
+
+
+def test_the_command_writes_eval_json_and_rows(built, tmp_path, capsys):
+    out, records = built
+    preds = tmp_path / "p.jsonl"
+    rid = next(iter(score.applicable(records, "py2cuda")))
+    predictions.write(str(preds), {rid: ["```cuda\n" + baselines.oracle(records, "py2cuda")[rid][0] + "\n```",
+                                         "not cuda at all"]})
+    assert eval_command.main([str(preds), "--bench", str(out), "--task", "py2cuda", "--output",
+                              str(tmp_path / "e"), "--seed", "3", "-q"]) == 0
+    table = capsys.readouterr().out
+    assert "py2cuda (compile-only" in table and "pass@1" in table
+    result = json.loads((tmp_path / "e" / "eval.json").read_text())
+    assert result["tiers"]["all"]["compiles"] == 50.0 and result["seed"] == 3
+    rows = [json.loads(line) for line in (tmp_path / "e" / "predictions.jsonl").read_text().splitlines()]
+    assert rows[0]["passed"] and not rows[1]["passed"] and "error" in rows[1]["error"]
+
+
+def test_bad_input_is_one_line_with_exit_2(built, tmp_path, capsys):
+    out, records = built
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"id": "nope", "prediction": "x"}\n')
+    assert eval_command.main([str(preds), "--bench", str(out), "--task", "py2cpp"]) == 2
+    assert "not in the benchmark" in capsys.readouterr().err
+    assert eval_command.main(["--bench", str(tmp_path), "--task", "py2cpp", "--baseline", "oracle"]) == 2
+    assert "bench build" in capsys.readouterr().err
+    assert eval_command.main(["--bench", str(out), "--task", "py2cpp", "--baseline", "retrieval"]) == 2
+    assert "--train" in capsys.readouterr().err
+
+
+def test_retrieval_maps_names_to_the_benchmark_kernel(built):
+    _, records = built
+    record = next(r for r in records.values() if r["kernel_name"] == "blend_fields")
+    train = dict(record, kernel_name="mix", python_source=record["python_source"].replace("blend_fields", "mix")
+                 .replace("out", "result"))
+    got = baselines.retrieval({record["id"]: record}, "cuda2py", [train])[record["id"]][0]
+    assert got == record["python_source"]
+
+
+@pytest.mark.cuda
+def test_py2cuda_runs_and_matches_on_a_gpu(built):
+    _, records = built
+    record = next(r for r in records.values() if r["kernel_name"] == "blend_fields")
+    reference = baselines.oracle({record["id"]: record}, "py2cuda")[record["id"]][0]
+    inputs, stored, _ = score.reference_io(record, 5)
+    got = running.launch_cuda(record, reference, reference, inputs[:1])
+    assert score.first_mismatch([stored], got) is None
