@@ -20,9 +20,11 @@ import warp as wp
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
 from jit.code.synthesis.categories import patterns as P
+from jit.code.synthesis.categories import patterns_cloth as C
 from jit.code.synthesis.categories import patterns_fluids as F
 from jit.code.synthesis.categories import patterns_geometry as Geo
 from jit.code.synthesis.categories import patterns_grid as G
+from jit.code.synthesis.categories import patterns_reductions as R
 from jit.code.synthesis.categories import patterns_solid as S
 from jit.code.synthesis.generator import CATEGORIES, arg_info, generate
 from jit.code.synthesis.layout import format_source
@@ -229,9 +231,9 @@ def test_internal_forces_sum_to_zero(known, which):
 # directly (another source may register a category of the same name)
 
 FAMILIES = {"particle_integration": P.particle_integration, "spring_forces": P.spring_forces, "sph": F.sph,
-            "atomic_reduction": F.atomic_reduction, "grid_stencil": G.grid_stencil, "advection": G.advection,
+            "atomic_reduction": R.atomic_reduction, "grid_stencil": G.grid_stencil, "advection": G.advection,
             "ray_cast": G.ray_cast, "dense_linalg": S.dense_linalg, "rigid_body": S.rigid_body,
-            "fem_elements": S.fem_elements, "cloth": S.cloth, "grid_neighbors": Geo.grid_neighbors,
+            "fem_elements": S.fem_elements, "cloth": C.cloth, "grid_neighbors": Geo.grid_neighbors,
             "mesh_queries": Geo.mesh_queries}
 
 
@@ -239,7 +241,8 @@ def _built(family: str, i: int) -> SimpleNamespace:
     """Item ``i`` of a pattern family, shaped like a generated spec (name, source, launch metadata)."""
     kb = FAMILIES[family](random.Random(f"{SEED}:{family}:{i}"), family, f"{i:08x}", "mixed")
     source = format_source(kb.source())
-    launch = {"dim": list(kb.dims), "args": [arg_info(q, kb.dims) for q in kb.params]}
+    recipes = kb.meta.get("objects", {})
+    launch = {"dim": list(kb.dims), "args": [arg_info(q, kb.dims, recipes.get(q.name)) for q in kb.params]}
     return SimpleNamespace(name=kb.name, source=source, metadata={"launch": launch, **kb.meta.get("record", {})})
 
 
@@ -267,7 +270,7 @@ def physics():
     """The kernels of the physics known-answer tests, compiled for the CPU once."""
     specs = {
         "sph": _find_built("sph", lambda s: ("particle_a" in s or "accelerations" in s) and "visc" not in s
-                           and "nu = " not in s),
+                           and "nu = " not in s and "rho0" not in s and "rest_density" not in s),
         "cfl": _find_built("advection", lambda s: re.search(r"(cfl|courant)\[i, j\]", s) is not None
                            and re.search(r"\b(inv_)?(dx|cell_size)\b", s) is not None),
         "bend": _find_built("cloth", lambda s: "theta" in s and "dtheta" not in s),
@@ -279,7 +282,8 @@ def physics():
 
 
 def test_sph_pressure_pushes_particles_apart(physics):
-    """Two particles closer than the kernel radius, at positive pressure, accelerate away from each other."""
+    """Two particles closer than the kernel radius, at positive pressure, accelerate away from each other
+    (the neighbours come from a hash grid built over the positions, as the launch recipe says)."""
     specs, ns = physics
     spec = specs["sph"]
     args = spec.metadata["launch"]["args"]
@@ -287,8 +291,13 @@ def test_sph_pressure_pushes_particles_apart(physics):
     h = 0.5
     x = np.stack([np.arange(n) * 10.0, np.zeros(n), np.zeros(n)], axis=1).astype(np.float32)
     x[1] = (0.5 * h, 0.0, 0.0)  # particle 1 beside particle 0, the rest far away
+    grid = wp.HashGrid(16, 16, 16, device="cpu")
+    grid.build(wp.array(x, dtype=wp.vec3, device="cpu"), h)
 
     def fill(arg):
+        if arg["kind"] == "handle":
+            assert arg["build"]["object"] == "hash_grid", arg
+            return grid.id
         if arg["kind"] == "scalar":
             return {"gravity": np.float32(0.0)}.get(arg["name"], np.float32(h) if arg["dtype"] == "float32"
                                                      and arg["name"] in ("smoothing_length", "kernel_radius", "h")
@@ -375,11 +384,11 @@ def _cube_mesh() -> wp.Mesh:
                    wp.array(np.array(tris, np.int32).ravel(), dtype=wp.int32, device="cpu"))
 
 
-@pytest.mark.parametrize("normal", ["n = wp.normalize(delta) *", "n = delta * ("])
+@pytest.mark.parametrize("normal", ["n = delta * (", "n = wp.mesh_eval_face_normal("])
 def test_mesh_collision_pushes_particles_out(normal):
     """A particle inside a closed mesh is pushed out along the outward normal (the sign of the query
     turns ``x - closest point``, which points inwards from inside, outwards)."""
-    spec = _find_built("mesh_queries", lambda s: normal in s and "mesh_eval_velocity" not in s)
+    spec = _find_built("mesh_queries", lambda s: normal in s and "delta = x - cp" in s and "mesh_eval_velocity" not in s)
     args = spec.metadata["launch"]["args"]
     n = spec.metadata["launch"]["dim"][0]
     mesh = _cube_mesh()

@@ -1,17 +1,23 @@
 """Pattern families: skeletons of what simulation kernels do, randomised in their details.
 
 Each category here writes one kind of kernel people write with Warp (particle integration,
-spring forces; SPH and reductions with atomics are in ``patterns_fluids``) as Python text, with names by role, and draws its
-details from ``rng``: precision (float32/float64), vector width, extra force and damping terms,
-optional branches, ``@wp.func`` helpers and ``@wp.struct`` parameters. Every input a kernel reads
-is described in its metadata (ranges, shapes, index arrays in bounds), so the kernels run on
-random input without NaN, inf or out-of-bounds access.
+spring forces; SPH is in ``patterns_fluids``, reductions with atomics in ``patterns_reductions``)
+as Python text, with names by role, and draws its details from ``rng``: precision
+(float32/float64), vector width, extra force and damping terms, optional branches, ``@wp.func``
+helpers and ``@wp.struct`` parameters. Every input a kernel reads is described in its metadata
+(ranges, shapes, index arrays in bounds), so the kernels run on random input without NaN, inf
+or out-of-bounds access.
+
+What every family keeps, as real Warp code does: parameters ordered inputs (arrays, then
+scalars), then outputs (``signature_order``); no value computed twice (``wp.length`` once, then
+``d / length`` rather than ``wp.normalize(d)``); every division by a quantity that can be zero
+guarded; every output element a thread owns written on every path (an early ``return`` only
+before outputs accumulated with atomics); neighbour queries test the distance.
 
 Besides the physics, each template varies its code the ways people do, so that two kernels of
 one category rarely share 90% of their normalised token 4-grams (the near-duplicate threshold):
-a named local or the inline expression, equivalent spellings (``wp.length(d)`` or
-``wp.sqrt(wp.dot(d, d))``), early-exit guards, ``for`` or ``while`` loops, helpers or inline
-code, in-place or separate outputs and optional diagnostic outputs (energy, counts, changes).
+a named local or the inline expression, early-exit guards, helpers or inline code, in-place or
+separate outputs and optional diagnostic outputs (energy, counts, changes).
 
 Every kernel opens with a docstring saying what the drawn variant computes (its purpose, then
 the optional parts it carries), and the same purpose goes in the record (``meta["record"]``).
@@ -19,7 +25,8 @@ Kernels are written without dead code and keep their text and comments as writte
 
 This module also holds the small toolkit the other pattern modules share (``Flavour``,
 ``Pattern``). What it leaves out: grids and ray casting (``patterns_grid``), solids and
-rigid bodies (``patterns_solid``) and queries of meshes and hash grids (``patterns_geometry``).
+rigid bodies (``patterns_solid``), cloth (``patterns_cloth``) and queries of meshes and hash
+grids (``patterns_geometry``).
 """
 
 from __future__ import annotations
@@ -73,8 +80,8 @@ class Flavour:
             return "float"
         if self.plain and t == T.INT32:
             return "int"
-        if self.plain and t.scalar == "float32" and t.kind in ("vec", "mat"):
-            return t.py[:-1]  # wp.vec3f -> wp.vec3
+        if self.plain and t.scalar == "float32" and t.kind in ("vec", "mat", "spatial"):
+            return t.py[:-1]  # wp.vec3f -> wp.vec3, wp.spatial_vectorf -> wp.spatial_vector
         return t.py
 
     @property
@@ -192,6 +199,7 @@ class Pattern:
         self.kb.params = []
         self.lines: list[str] = []
         self.no_grad = False  # set by a part whose adjoint Warp does not give (atomic min/max)
+        self.early_exit = False  # set by a part that returns before the outputs are written
 
     def chance(self, p: float) -> bool:
         """True with probability ``p``, more often for larger complexities."""
@@ -203,22 +211,25 @@ class Pattern:
     def array(self, name: str, dtype: WType, role: str = "in", lo: float = -2.0, hi: float = 2.0,
               shape: tuple[int, ...] | None = None, ndim: int | None = None) -> str:
         ndim = ndim if ndim is not None else len(shape) if shape else len(self.kb.dims)
-        self.kb.params.append(RoleParam(name, "array", dtype, ndim, role, (lo, hi), shape, self.fl.spell(dtype)))
+        self.kb.params.append(RoleParam(name, "array", dtype, ndim, role, (lo, hi), shape, spelled=self.fl.spell(dtype)))
         return name
 
     def scalar(self, name: str, dtype: WType | None = None, lo: float = -2.0, hi: float = 2.0) -> str:
         dtype = dtype or self.fl.scalar
         # `dt: float` and `n: int` in plain kernels: the executor reads them as float32 and int32
-        self.kb.params.append(RoleParam(name, "scalar", dtype, 0, "in", (lo, hi), None, self.fl.spell(dtype)))
+        self.kb.params.append(RoleParam(name, "scalar", dtype, 0, "in", (lo, hi), None, spelled=self.fl.spell(dtype)))
         return name
 
     def count(self, name: str, n: int) -> str:
         """An ``int`` count parameter whose value is always ``n`` (the launch size, a vertex count)."""
         return self.scalar(name, T.INT32, lo=n, hi=n)
 
-    def handle(self, name: str) -> str:
-        """A ``wp.uint64`` id of a runtime object (mesh, BVH, hash grid)."""
-        self.kb.params.append(RoleParam(name, "handle", UINT64, 0, "in", (0.0, 0.0), None, "wp.uint64"))
+    def handle(self, name: str, build: dict | None = None) -> str:
+        """A ``wp.uint64`` id of a runtime object (mesh, BVH, hash grid); ``build`` is the recipe the
+        launch builds it from (``checks.objects``), so the kernel runs."""
+        self.kb.params.append(RoleParam(name, "handle", UINT64, 0, "in", (0.0, 0.0), None, spelled="wp.uint64"))
+        if build:
+            self.kb.meta.setdefault("objects", {})[name] = dict(build)
         return name
 
     def struct(self, base: str, fields: list[tuple[str, WType]], arg: str, lo: float, hi: float) -> str:
@@ -226,7 +237,7 @@ class Pattern:
         t = WType(self.name(base), "struct", fields=tuple(fields))
         body = "\n".join(f"{INDENT}{n}: {self.fl.spell(ft)}" for n, ft in fields)
         self.kb.structs.append((t, f"@wp.struct\nclass {t.name}:\n{body}"))
-        self.kb.params.append(RoleParam(arg, "struct", t, 0, "in", (lo, hi), None, t.name))
+        self.kb.params.append(RoleParam(arg, "struct", t, 0, "in", (lo, hi), None, spelled=t.name))
         return arg
 
     def func(self, source: str) -> None:
@@ -240,8 +251,8 @@ class Pattern:
         return self.rng.choice(options)
 
     def length(self, d: str) -> str:
-        """The length of vector ``d`` in one of the spellings real code uses."""
-        return self.pick(f"wp.length({d})", f"wp.length({d})", f"wp.sqrt(wp.dot({d}, {d}))")
+        """The length of vector ``d`` (``wp.length``, as real code spells it; draws nothing)."""
+        return f"wp.length({d})"
 
     def let(self, name: str, expr: str, inline: float = 0.35, indent: int = 0) -> str:
         """``name = expr`` as a named local (returns ``name``), or the expression itself, bracketed.
@@ -302,12 +313,31 @@ class Pattern:
         clash = assigned_names(self.lines) & {q.name for q in kb.params}
         if clash:  # a local shadowing a parameter: a bug in the pattern, not a random event
             raise ValueError(f"{kb.name}: locals {sorted(clash)} shadow parameters")
+        kb.params = signature_order(kb.params, self.lines)
         kb.budget = len(self.lines)
         kb.meta["differentiable"] = differentiable and not self.no_grad
         if needs:
             kb.meta["needs_runtime_objects"] = True
             kb.meta["reason"] = needs
         return kb
+
+
+def signature_order(params: list[Param], lines: list[str]) -> list[Param]:
+    """Parameters as real kernels order them: runtime object ids, input arrays (arrays updated in
+    place among them), then scalars and structs, then outputs (arrays written only, and arrays
+    only accumulated into with atomics or ``+=``). The order within each group is kept."""
+    tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    read = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)}
+
+    def group(q: Param) -> int:
+        if q.kind == "handle":
+            return 0
+        if q.kind == "array":
+            return 1 if q.role == "in" or (q.role == "inout" and q.name in read) else 3
+        return 2
+
+    return sorted(params, key=group)
 
 
 def assigned_names(lines: list[str]) -> set[str]:
@@ -345,17 +375,27 @@ def particle_integration(rng, name, suffix, complexity):
     p.add(*p.pick([f"x = {x}[tid]", f"v = {v}[tid]"], [f"v = {v}[tid]", f"x = {x}[tid]"]))
     forced = rng.random() < 0.75
     mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
+    # a per-particle diagnostic: the kinetic energy where the mass is known, else the speed
+    diagnostic = "energy" if mass == "mass" and p.chance(0.3) else "speed" if p.chance(0.2) else None
+    w = "w"  # the inverse mass: a local read from an array, or the scalar parameter itself
     if mass == "inv_mass":
         w = p.array("inv_mass" if rng.random() < 0.5 else "particle_inv_mass", fl.scalar, lo=0.0, hi=2.0)
         p.add(f"w = {w}[tid]")
-        if p.chance(0.4):  # kinematic particles (zero inverse mass) do not move
+        w = "w"
+        if in_place and diagnostic is None and p.chance(0.4):  # nothing to write for them
             p.add(f"if w == {fl.lit(0.0)}:", f"{INDENT}return")
             p.note("leaves kinematic particles (zero inverse mass) where they are")
+        else:  # as Warp's integrator does: gravity moves only particles with mass
+            gravity = f"{gravity} * wp.nonzero(w)"
+            p.note("keeps gravity off kinematic particles (zero inverse mass)")
     elif mass == "mass":
         m = p.array("masses" if rng.random() < 0.5 else "particle_mass", fl.scalar, lo=0.5, hi=2.0)
-        p.add(f"w = {fl.lit(1.0)} / {m}[tid]")
+        if diagnostic == "energy":
+            p.add(f"m = {m}[tid]", f"w = {fl.lit(1.0)} / m")
+        else:
+            p.add(f"w = {fl.lit(1.0)} / {m}[tid]")
     elif mass == "scalar":
-        p.add(f"w = {p.scalar('inv_mass', lo=0.5, hi=2.0)}")
+        w = p.scalar("inv_mass", lo=0.5, hi=2.0)
     if forced:
         f = p.array(rng.choice(("forces", "particle_f", "f_ext")), fl.vec)
         p.add(f"f = {f}[tid]")
@@ -363,8 +403,8 @@ def particle_integration(rng, name, suffix, complexity):
             p.add(f"f = f - {damping} * v")
             damping = None
             p.note("adds linear drag to the external forces")
-        p.add(f"v = v + (f * w + {gravity}) * {dt}" if rng.random() < 0.5 else
-              f"a = f * w + {gravity}\nv = v + a * {dt}")
+        p.add(f"v = v + (f * {w} + {gravity}) * {dt}" if rng.random() < 0.5 else
+              f"a = f * {w} + {gravity}\nv = v + a * {dt}")
     else:
         p.add(f"v = v + {gravity} * {dt}")
     if damping is not None:
@@ -419,11 +459,11 @@ def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
         xo = p.array(x + "_out" if "_" in x else "new_positions", fl.vec, "out")
         vo = p.array(v + "_out" if "_" in v else "new_velocities", fl.vec, "out")
         p.add(f"{xo}[tid] = x", f"{vo}[tid] = v")
-    if p.chance(0.25):  # a diagnostic: kinetic energy per unit mass, summed over particles
-        ke = p.array(rng.choice(("kinetic_energy", "energy")), fl.scalar, "out", shape=(1,))
-        p.add(f"wp.atomic_add({ke}, 0, {fl.lit(0.5)} * wp.dot(v, v))")
-        p.note("sums the kinetic energy per unit mass")
-    elif p.chance(0.2):
+    if diagnostic == "energy":
+        ke = p.array(rng.choice(("kinetic_energy", "particle_energy")), fl.scalar, "out")
+        p.add(f"{ke}[tid] = {fl.lit(0.5)} * m * wp.dot(v, v)")
+        p.note("writes each particle's kinetic energy")
+    elif diagnostic == "speed":
         speeds = p.array(rng.choice(("speeds", "particle_speed")), fl.scalar, "out")
         p.add(f"{speeds}[tid] = {p.length('v')}")
         p.note("writes each particle's speed")
@@ -451,6 +491,9 @@ def endpoints(p: Pattern, n_particles: int) -> tuple[str, str]:
         p.add(f"i = {p.array('spring_i', T.INT32, lo=0, hi=hi)}[tid]",
               f"j = {p.array('spring_j', T.INT32, lo=0, hi=hi)}[tid]")
     return "i", "j"
+
+
+VELOCITY_OF = {"positions": "velocities", "particle_q": "particle_qd", "x": "v"}  # one naming convention
 
 
 def per_spring(p: Pattern, array: str, scalar: str, lo: float, hi: float) -> str:
@@ -482,29 +525,27 @@ def spring_forces(rng, name, suffix, complexity):
         force = p.name(rng.choice(("spring_force", "eval_spring")))
         args = "xi: {v}, xj: {v}, rest: {s}, ke: {s}".format(v=fl.v, s=fl.s)
         zero = p.pick(f"{fl.v}()", f"{fl.v}({', '.join([fl.lit(0.0)] * fl.dim)})")
-        tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d / l * (ke * (l - rest))"],
-                      ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"],
-                      [f"if l < {eps}:", f"{INDENT}return {zero}", "return wp.normalize(d) * (ke * (l - rest))"])
+        tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d * (ke * (l - rest) / l)"],
+                      ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"])
         body = "\n".join(INDENT + line for line in ["d = xj - xi", f"l = {p.length('d')}", *tail])
         p.func(f"@wp.func\ndef {force}({args}):\n{body}\n")
         p.add(f"f = {force}(xi, xj, {rest}, {ke})")
         if damped:
-            v = p.array(rng.choice(("velocities", "particle_qd", "v")), fl.vec, shape=pshape)
+            v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "damping", "kd", 0.0, 1.0)
             p.add(f"dv = {v}[{j}] - {v}[{i}]", f"f = f + dv * {kd}")
             p.note("damps the relative velocity of the two ends")
     else:
         p.add("d = xj - xi", f"l = {p.length('d')}")
-        form = p.pick("return", "max", "normalize")
+        # a spring of zero length has no direction: skip it, or divide by a floor on the length
+        form = p.pick("return", "max")
         if form == "return":
             p.add(f"if l < {eps}:", f"{INDENT}return", "dir = d / l")
-        elif form == "max":
-            p.add(f"dir = d / wp.max(l, {eps})")
         else:
-            p.add("dir = wp.normalize(d)")
+            p.add(f"dir = d / wp.max(l, {eps})")
         p.add(f"c = l - {rest}")
         if damped:
-            v = p.array(rng.choice(("velocities", "particle_qd", "v")), fl.vec, shape=pshape)
+            v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "damping", "kd", 0.0, 1.0)
             if p.coin():
                 p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
@@ -513,7 +554,7 @@ def spring_forces(rng, name, suffix, complexity):
             p.note("damps the rate of stretch along the spring")
         else:
             p.add(f"f = dir * ({ke} * c)")
-        if p.chance(0.3):
+        if form == "max" and p.chance(0.3):  # every spring writes its entry: no early return
             energy = p.array(rng.choice(("spring_energy", "energies")), fl.scalar, "out")
             p.add(f"{energy}[tid] = {fl.lit(0.5)} * {ke} * c * c")
             p.note("writes each spring's elastic energy")
@@ -535,15 +576,22 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
     w = p.array(rng.choice(("inv_mass", "particle_inv_mass", "inv_masses")), fl.scalar, lo=0.0, hi=2.0, shape=pshape)
     rest = per_spring(p, "rest_lengths", "rest_length", 0.1, 1.0)
     p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]", f"wi = {w}[{i}]", f"wj = {w}[{j}]", "w_sum = wi + wj")
-    if p.coin():
-        p.add("if w_sum == 0.0:", f"{INDENT}return")
+    zero = fl.lit(0.0)
+    # the corrections are accumulated with atomics: a constraint that cannot move returns early,
+    # but a per-constraint output is written before that
+    error = p.chance(0.25)
+    early = p.coin() and not error
+    if early:
+        p.add(f"if w_sum == {zero}:", f"{INDENT}return")
     p.add("d = xi - xj", f"l = {p.length('d')}")
-    if p.coin():
+    if error:  # the constraint error, for a convergence test
+        err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
+        p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
+        p.note("writes each constraint's violation")
+    if early:
         p.add(f"if l < {fl.lit(1.0e-6)}:", f"{INDENT}return")
-        if "w_sum == 0.0" not in "\n".join(p.lines):
-            p.add("if w_sum == 0.0:", f"{INDENT}return")
     else:
-        p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == 0.0:", f"{INDENT}return")
+        p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == {zero}:", f"{INDENT}return")
     xpbd = p.chance(0.5)
     if xpbd:  # XPBD: a compliance softens the constraint
         alpha = p.scalar("compliance", lo=0.0, hi=0.01)
@@ -553,7 +601,7 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
     else:
         stiffness = p.scalar(rng.choice(("stiffness", "relaxation")), lo=0.1, hi=1.0)
         p.add(f"lam = {stiffness} * ({l_minus(rest)}) / w_sum")
-    p.add(p.pick("n = d / l", "n = wp.normalize(d)"))
+    p.add("n = d / l")
     deltas = p.array(rng.choice(("deltas", "delta_x", "corrections")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
     style = rng.random()
     if style < 0.4:
@@ -566,10 +614,6 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
         counts = p.array("constraint_count", T.INT32, "out", shape=pshape)
         p.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
         p.note("counts the constraints per particle for averaging")
-    if p.chance(0.25):  # the constraint error, for a convergence test
-        err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
-        p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
-        p.note("writes each constraint's violation")
     kind = "compliant (XPBD) distance constraint" if xpbd else "distance constraint"
     return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims,
                     purpose=f"Project each {kind} and accumulate the position corrections, weighted by inverse mass")

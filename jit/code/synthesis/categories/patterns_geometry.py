@@ -1,6 +1,8 @@
 """Pattern families that query runtime objects: hash-grid neighbours, meshes and BVHs.
 
-Discrete-element contacts, SPH densities and neighbour averages over ``wp.hash_grid_query``;
+Discrete-element contacts, neighbour averages, boids and neighbour counts over
+``wp.hash_grid_query`` (every candidate the query returns is tested against the radius; SPH
+is in ``patterns_fluids``);
 particle-mesh collision with ``wp.mesh_query_point*``; ray casting a mesh with
 ``wp.mesh_query_ray``; counting overlaps with ``wp.bvh_query_aabb``. The kernels take
 ``wp.uint64`` ids, so they build for every device but need the objects to run: their metadata
@@ -12,22 +14,9 @@ from __future__ import annotations
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern
-from jit.code.synthesis.categories.patterns_fluids import loop_body, poly6
+from jit.code.synthesis.categories.patterns_fluids import GRID, neighbour_loop
 
-GRID = "a wp.HashGrid built over the positions array"
-
-
-def neighbour_loop(p: Pattern, grid: str, x: str, radius: str, body: list[str], skip_self: bool = True) -> None:
-    """``for index in wp.hash_grid_query(...)``, or the explicit query / query_next form.
-
-    With ``skip_self`` the particle itself is left out, by a ``continue`` or by a wrapping ``if``.
-    """
-    if p.rng.random() < 0.5:
-        p.add(f"for index in wp.hash_grid_query({grid}, xi, {radius}):")
-    else:
-        p.add(f"query = wp.hash_grid_query({grid}, xi, {radius})", "index = int(0)",
-              "while wp.hash_grid_query_next(query, index):")
-    loop_body(p, body, "index", "i", skip_self)
+MESH = {"object": "mesh", "radius": 1.0}  # the launch builds a closed sphere mesh of radius 1 around the origin
 
 
 def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
@@ -42,7 +31,7 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     else:  # the cheap squared test first, the square root only for contacts
         body += ["dist_sq = wp.dot(d, d)", f"if dist_sq < 4.0 * {radius} * {radius} and dist_sq > 1.0e-12:",
                  f"{INDENT}dist = wp.sqrt(dist_sq)", f"{INDENT}overlap = 2.0 * {radius} - dist"]
-    body.append(f"{INDENT}n = " + p.pick("d / dist", "wp.normalize(d)"))
+    body.append(f"{INDENT}n = d / dist")
     law = p.pick("linear", "linear", "hertz")
     body.append(f"{INDENT}f += n * ({ke} * overlap)" if law == "linear" else
                 f"{INDENT}f += n * ({ke} * overlap * wp.sqrt(overlap))")
@@ -80,88 +69,67 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     return ("apply_contacts", "collide_particles", "eval_contacts")
 
 
-def _density(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
-    rng = p.rng
-    h = p.scalar(rng.choice(("smoothing_length", "h")), lo=0.1, hi=0.5)
-    if p.coin(0.3):
-        masses = p.array(rng.choice(("particle_mass", "masses")), T.FLOAT32, lo=0.5, hi=2.0)
-        mass = f"{masses}[index]"
-    else:
-        mass = p.scalar(rng.choice(("particle_mass", "mass")), lo=0.5, hi=2.0)
-    if p.coin(0.6):
-        kernel = poly6(p)
-        if p.coin(0.3) and "[index]" not in mass:  # the particle's own contribution first, the loop skips it
-            p.add(f"rho = {mass} * {kernel}(0.0, {h})")
-            body = [f"if index != i:", f"{INDENT}d = xi - {x}[index]",
-                    f"{INDENT}rho += {mass} * {kernel}(wp.dot(d, d), {h})"]
-        else:
-            p.add("rho = float(0.0)")
-            body = [f"d = xi - {x}[index]", f"rho += {mass} * {kernel}(" + p.pick("wp.dot(d, d)", "wp.length_sq(d)") + f", {h})"]
-    else:  # the kernel written inline
-        p.add("rho = float(0.0)")
-        body = [f"r2 = wp.length_sq(xi - {x}[index])", f"if r2 < {h} * {h}:", f"{INDENT}w = {h} * {h} - r2",
-                f"{INDENT}rho += {mass} * w * w * w"]
-    if body[1].startswith("if r2 <") and p.chance(0.4):  # the query's candidates include particles beyond h
-        body.append(f"{INDENT}neighbors += 1")
-        p.add("neighbors = int(0)")
-        counts = p.array(rng.choice(("neighbor_count", "num_neighbors")), T.INT32, "out")
-    else:
-        counts = None
-    neighbour_loop(p, grid, x, h, body, skip_self=False)
-    norm = p.pick(None, "param", "computed")
-    if norm == "param":
-        p.add(f"rho *= {p.scalar(rng.choice(('poly6_coeff', 'kernel_norm')), lo=1.0, hi=10.0)}")
-        p.note("scales by the kernel's normalisation constant")
-    elif norm == "computed":  # poly6 normalisation 315 / (64 pi h^9)
-        p.add(f"rho *= 315.0 / (64.0 * wp.pi * wp.pow({h}, 9.0))")
-        p.note("applies the poly6 normalisation 315 / (64 pi h^9)")
-    out = p.array(rng.choice(("particle_rho", "densities")), T.FLOAT32, "out")
-    p.add(f"{out}[i] = rho")
-    if counts:
-        p.add(f"{counts}[i] = neighbors")
-    if p.chance(0.35):  # an equation of state for the pressure
-        rho0 = p.scalar(rng.choice(("rest_density", "rho0")), lo=0.5, hi=2.0)
-        k = p.scalar(rng.choice(("stiffness", "gas_constant")), lo=1.0, hi=10.0)
-        press = p.array(rng.choice(("particle_p", "pressures")), T.FLOAT32, "out")
-        p.add(f"{press}[i] = " + p.pick(f"{k} * (rho - {rho0})", f"wp.max({k} * (rho - {rho0}), 0.0)"))
-        p.note("derives the pressure from a linear equation of state")
-    if counts:
-        p.note("counts the neighbours within h")
-    p.purpose = "Sum each particle's SPH density with the poly6 kernel over the neighbours a hash grid finds"
-    return ("compute_density", "grid_density")
-
-
 def _average(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
-    """XSPH / boids: blend towards the neighbours' (weighted) mean velocity."""
+    """Boids alignment or velocity smoothing: blend towards the neighbours' (weighted) mean velocity."""
     rng = p.rng
     v = p.array(rng.choice(("particle_v", "velocities")), T.VEC3F)
     radius = p.scalar(rng.choice(("radius", "neighbor_radius")), lo=0.1, hi=0.5)
-    blend = p.scalar(rng.choice(("xsph_c", "alignment")), lo=0.0, hi=1.0)
+    blend = p.scalar(rng.choice(("blend", "alignment")), lo=0.0, hi=1.0)
     if p.coin(0.35):
         return _cohesion(p, x, grid, v, radius, blend)
-    weighted = p.coin(0.4)
-    if weighted:
+    weighted = p.pick(None, "linear", "quadratic")
+    # the query returns every point of the cells the radius touches: keep those within it
+    if weighted == "linear":  # a linear falloff, 1 at the particle and 0 at the radius
         p.add("vsum = wp.vec3()", "wsum = float(0.0)")
-        body = [f"r = {p.length(f'xi - {x}[index]')}", f"w = wp.max(1.0 - r / {radius}, 0.0)",
-                f"vsum += {v}[index] * w", "wsum += w"]
+        body = [f"r = {p.length(f'xi - {x}[index]')}", f"if r < {radius}:", f"{INDENT}w = 1.0 - r / {radius}",
+                f"{INDENT}vsum += {v}[index] * w", f"{INDENT}wsum += w"]
+        cond, mean = "wsum > 0.0", "vsum / wsum"
+    elif weighted:  # (1 - r^2 / R^2)^2: smooth at the radius, and no square root
+        p.add(f"inv_r2 = 1.0 / ({radius} * {radius})", "vsum = wp.vec3()", "wsum = float(0.0)")
+        body = [f"q = 1.0 - wp.length_sq(xi - {x}[index]) * inv_r2", "if q > 0.0:", f"{INDENT}w = q * q",
+                f"{INDENT}vsum += {v}[index] * w", f"{INDENT}wsum += w"]
         cond, mean = "wsum > 0.0", "vsum / wsum"
     else:
         p.add("vsum = wp.vec3()", "count = int(0)")
-        # the query returns every point of the cells the radius touches: keep those within it
         body = [f"if wp.length_sq(xi - {x}[index]) < {radius} * {radius}:", f"{INDENT}vsum += {v}[index]",
                 f"{INDENT}count += 1"]
         cond, mean = "count > 0", "vsum / float(count)"
     neighbour_loop(p, grid, x, radius, body)
     out = p.array(rng.choice(("v_out", "smoothed_v")), T.VEC3F, "out")
     p.add(f"vi = {v}[i]")
-    if p.coin():
-        p.add(f"if {cond}:", f"{INDENT}vi = vi + {blend} * ({mean} - vi)")
-    else:
-        p.add(f"vi = wp.where({cond}, vi + {blend} * ({mean} - vi), vi)")
+    p.why("a particle with no neighbours keeps its velocity")
+    p.add(f"if {cond}:", f"{INDENT}vi = " + p.pick(f"vi + {blend} * ({mean} - vi)", f"wp.lerp(vi, {mean}, {blend})"))
     p.add(f"{out}[i] = vi")
     mean = "distance-weighted mean" if weighted else "mean"
-    p.purpose = f"Blend each particle's velocity towards the {mean} velocity of its hash-grid neighbours (XSPH)"
-    return ("smooth_velocities", "xsph_viscosity", "align_velocities")
+    p.purpose = f"Blend each particle's velocity towards the {mean} velocity of its hash-grid neighbours within a radius"
+    return ("smooth_velocities", "average_velocities", "align_velocities")
+
+
+def _conduction(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
+    """Heat exchanged between particles within a radius, in proportion to their temperature difference."""
+    rng = p.rng
+    temp = p.array(rng.choice(("temperature", "particle_temp")), T.FLOAT32, lo=0.0, hi=1.0)
+    radius = p.scalar(rng.choice(("radius", "conduction_radius")), lo=0.1, hi=0.5)
+    k = p.scalar(rng.choice(("conductivity", "k_heat")), lo=0.0, hi=1.0)
+    dt = p.scalar("dt", lo=0.001, hi=0.01)
+    p.add(f"ti = {temp}[i]", "flux = float(0.0)")
+    body = [f"r = {p.length(f'xi - {x}[index]')}", f"if r < {radius}:"]
+    if p.coin():  # a linear falloff: neighbours at the radius exchange nothing
+        body.append(f"{INDENT}flux += ({temp}[index] - ti) * (1.0 - r / {radius})")
+        falloff = "weighting each neighbour by a linear falloff with distance"
+    else:
+        body.append(f"{INDENT}flux += {temp}[index] - ti")
+        falloff = "every neighbour alike"
+    neighbour_loop(p, grid, x, radius, body)
+    out = p.array(rng.choice(("temperature_out", "temp_next")), T.FLOAT32, "out")
+    if p.chance(0.3):  # the rate, for an adaptive step
+        rate = p.array(rng.choice(("heat_rate", "dtemp_dt")), T.FLOAT32, "out")
+        p.add(f"dtdt = {k} * flux", f"{out}[i] = ti + {dt} * dtdt", f"{rate}[i] = dtdt")
+        p.note("writes the rate of change of each temperature")
+    else:
+        p.add(f"{out}[i] = ti + {dt} * {k} * flux")
+    p.purpose = f"Conduct heat between particles within a radius found with a hash-grid query, {falloff}"
+    return ("conduct_heat", "diffuse_temperature", "particle_conduction")
 
 
 def _cohesion(p: Pattern, x: str, grid: str, v: str, radius: str, blend: str) -> tuple[str, ...]:
@@ -169,10 +137,12 @@ def _cohesion(p: Pattern, x: str, grid: str, v: str, radius: str, blend: str) ->
     rng = p.rng
     separate = p.chance(0.5)
     p.add("centre = wp.vec3()", "count = int(0)")
-    body = [f"xj = {x}[index]", "centre += xj", "count += 1"]
-    if separate:
+    # the query returns every point of the cells the radius touches: keep those within it
+    body = [f"xj = {x}[index]", "d = xi - xj", "r2 = wp.dot(d, d)", f"if r2 < {radius} * {radius}:",
+            f"{INDENT}centre += xj", f"{INDENT}count += 1"]
+    if separate:  # a push falling off with distance, kept finite for coincident boids
         p.add("push = wp.vec3()")
-        body += ["d = xi - xj", f"push += d / wp.max(wp.dot(d, d), 1.0e-6)"]
+        body.append(f"{INDENT}push += d / wp.max(r2, 1.0e-6)")
     neighbour_loop(p, grid, x, radius, body)
     out = p.array(rng.choice(("v_out", "steered_v")), T.VEC3F, "out")
     p.add(f"vi = {v}[i]", "if count > 0:", f"{INDENT}vi += {blend} * (centre / float(count) - xi)")
@@ -185,7 +155,7 @@ def _cohesion(p: Pattern, x: str, grid: str, v: str, radius: str, blend: str) ->
         p.add(f"speed = {p.length('vi')}", f"if speed > {vmax}:", f"{INDENT}vi = vi * ({vmax} / speed)")
         p.note(f"limits the speed to {vmax}")
     p.add(f"{out}[i] = vi")
-    p.purpose = "Steer each boid towards the centre of its hash-grid neighbours (cohesion)"
+    p.purpose = "Steer each boid towards the centre of its hash-grid neighbours within a radius (cohesion)"
     return ("flock", "boids_step", "steer_boids")
 
 
@@ -195,7 +165,8 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     n = p.kb.dims[0]
     radius = p.scalar(rng.choice(("radius", "query_radius")), lo=0.1, hi=0.5)
     p.add("count = int(0)")
-    form = p.pick("inline", "dist", "sq")
+    closest = p.chance(0.3)  # and the nearest neighbour's distance
+    form = p.pick("dist", "sq") if closest else p.pick("inline", "dist", "sq")
     dist = p.length(f"{x}[index] - xi")
     body = {"inline": [], "dist": [f"r = {dist}"], "sq": [f"d = {x}[index] - xi", "r2 = wp.dot(d, d)"]}[form]
     test = {"inline": f"{dist} < {radius}", "dist": f"r < {radius}", "sq": f"r2 < {radius} * {radius}"}[form]
@@ -206,10 +177,9 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         nbrs = p.array(rng.choice(("neighbors", "neighbor_list")), T.INT32, "out", shape=(n, cap))
         body += [f"{INDENT}if count < {nbrs}.shape[1]:", f"{INDENT * 2}{nbrs}[i, count] = index"]
     body.append(f"{INDENT}count += 1")
-    closest = p.chance(0.3)
-    if closest:  # and the nearest neighbour's distance
+    if closest:
         p.add(f"nearest = float({radius})")
-        body.append(f"{INDENT}nearest = wp.min(nearest, {'r' if form == 'dist' else dist})")
+        body.append(f"{INDENT}nearest = wp.min(nearest, {'r' if form == 'dist' else 'wp.sqrt(r2)'})")
     neighbour_loop(p, grid, x, radius, body, skip_self=p.coin(0.7))
     out = p.array(rng.choice(("neighbor_count", "counts")), T.INT32, "out")
     if p.chance(0.3) and not listed:  # neighbour lists have a fixed capacity
@@ -228,7 +198,7 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if listed:
         p.purpose = "Build a fixed-capacity neighbour list per particle from a hash-grid query, counting all neighbours"
         return ("build_neighbor_list", "find_neighbors")
-    p.purpose = f"Count each particle's neighbours within a radius, found with a hash-grid query"
+    p.purpose = "Count each particle's neighbours within a radius, found with a hash-grid query"
     return ("count_neighbors", "neighbor_counts")
 
 
@@ -237,15 +207,17 @@ def grid_neighbors(rng, name, suffix, complexity):
     p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
     n = rng.choice((64, 128, 256))
     p.kb.dims = [n]
-    grid = p.handle(rng.choice(("grid", "grid_id")))
-    x = p.array(rng.choice(("particle_x", "positions", "x")), T.VEC3F)
+    x = rng.choice(("particle_x", "positions", "x"))
+    # the query radii drawn below are at most 0.5 (contacts: twice a radius of at most 0.2)
+    grid = p.handle(rng.choice(("grid", "grid_id")), {"object": "hash_grid", "points": x, "cell_size": 0.5})
+    p.array(x, T.VEC3F, lo=-1.0, hi=1.0)
     sorted_order = rng.random() < 0.6  # threads ordered by grid cell, as Warp's examples do
     if sorted_order:
         p.add(f"i = wp.hash_grid_point_id({grid}, tid)")
     else:
         p.guard("i", x, ("num_particles", n))
     p.add(f"xi = {x}[i]")
-    kind = rng.choice((_contact, _density, _average, _count))
+    kind = rng.choice((_contact, _average, _count, _conduction))
     base = kind(p, x, grid)
     return p.finish(rng.choice(base), p.kb.dims, ["tid" if sorted_order else "i"], purpose=p.purpose,
                     differentiable=False, needs=f"needs {GRID}")
@@ -261,7 +233,7 @@ def mesh_queries(rng, name, suffix, complexity):
         return _bvh_overlaps(p)
     n = rng.choice((64, 128, 256))
     p.kb.dims = [n]
-    mesh = p.handle(rng.choice(("mesh", "mesh_id")))
+    mesh = p.handle(rng.choice(("mesh", "mesh_id")), MESH)
     x = p.array(rng.choice(("positions", "particle_x", "points")), T.VEC3F)
     p.guard("tid", x, ("num_particles", n))
     max_dist = p.scalar(rng.choice(("max_dist", "query_radius")), lo=0.5, hi=2.0)
@@ -307,6 +279,11 @@ def _mesh_sdf(p: Pattern, mesh: str, x: str, max_dist: str):
         at = "x_local"
         p.note("queries in the frame of the posed mesh")
     p.add(f"d = {max_dist}")
+    with_normals = p.chance(0.35)  # the surface normal at the closest point, for gradients of the field
+    if with_normals:
+        normals = p.array(rng.choice(("normals", "face_normals")), T.VEC3F, "out")
+        p.add("n = wp.vec3()")
+        p.note(f"writes the normal of the closest face (zero where none is within {max_dist})")
     test, sign = closest_point(p, mesh, at, max_dist, signed)
     face, u, v = query_fields(test)
     p.add(f"if {test}:", f"{INDENT}cp = wp.mesh_eval_position({mesh}, {face}, {u}, {v})")
@@ -315,17 +292,15 @@ def _mesh_sdf(p: Pattern, mesh: str, x: str, max_dist: str):
         p.add(f"{INDENT}dist = {dist}", f"{INDENT}d = wp.where({sign} < 0.0, -dist, dist)")
     else:
         p.add(f"{INDENT}d = {dist} * {sign}" if signed else f"{INDENT}d = {dist}")
-    if p.chance(0.35):  # the surface normal at the closest point, for gradients of the field
-        normals = p.array(rng.choice(("normals", "face_normals")), T.VEC3F, "out")
-        p.add(f"{INDENT}{normals}[tid] = wp.mesh_eval_face_normal({mesh}, {face})")
-        p.note("writes the normal of the closest face")
+    if with_normals:
+        p.add(f"{INDENT}n = wp.mesh_eval_face_normal({mesh}, {face})", f"{normals}[tid] = n")
     if signed and p.chance(0.3):
         inside = p.array(rng.choice(("inside", "is_inside")), T.INT32, "out")
         p.add(f"{inside}[tid] = wp.where(d < 0.0, 1, 0)")
         p.note("flags points inside the mesh")
     if p.chance(0.3):  # a narrow band: distances beyond the band are clamped
         band = p.scalar(rng.choice(("band_width", "narrow_band")), lo=0.1, hi=1.0)
-        p.add(f"d = wp.clamp(d, -{band}, {band})")
+        p.add(f"d = wp.clamp(d, -{band}, {band})" if signed else f"d = wp.min(d, {band})")
         p.note(f"clamps distances to a narrow band of width {band}")
     p.add(f"{out}[tid] = d")
     what = "signed distance (negative inside)" if signed else "unsigned distance"
@@ -344,9 +319,13 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
     p.add(f"v = {vel}[tid]")
     test, sign = closest_point(p, mesh, "x", max_dist)
     face, u, v = query_fields(test)
-    body = [f"cp = wp.mesh_eval_position({mesh}, {face}, {u}, {v})", "delta = x - cp",
-            f"dist = {p.length('delta')} * {sign}"]
-    normal = p.pick("wp.normalize(delta) * {s}", "delta * ({s} / wp.max(wp.abs(dist), 1.0e-6))", "face")
+    body = [f"cp = wp.mesh_eval_position({mesh}, {face}, {u}, {v})", "delta = x - cp"]
+    normal = p.pick("delta", "delta", "face")
+    if normal == "delta":  # a point on the surface has no direction from it: floor the length
+        body += [f"d_len = {p.length('delta')}", f"dist = d_len * {sign}"]
+        normal = "delta * ({s} / wp.max(d_len, 1.0e-6))"
+    else:
+        body.append(f"dist = {p.length('delta')} * {sign}")
     if normal == "face":
         normal = f"wp.mesh_eval_face_normal({mesh}, {face})"
     push = p.pick(f"x = x + n * ({radius} - dist)", f"x = cp + n * {radius}")
@@ -393,7 +372,7 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
 def _mesh_raycast(p: Pattern):
     rng = p.rng
     p.kb.dims = [rng.randint(8, 32), rng.randint(8, 32)]
-    mesh = p.handle(rng.choice(("mesh", "mesh_id")))
+    mesh = p.handle(rng.choice(("mesh", "mesh_id")), MESH)
     depth_only = p.coin(0.3)
     image = p.array(rng.choice(("depth", "depth_image")) if depth_only else rng.choice(("pixels", "image")),
                     T.FLOAT32 if depth_only else T.VEC3F, "out", ndim=2)
@@ -425,7 +404,8 @@ def _mesh_raycast(p: Pattern):
         return p.finish(rng.choice(("render_depth", "raycast_depth")), p.kb.dims, ["i", "j"],
                         purpose="Ray cast a depth image of a mesh through a pinhole camera, 0 where nothing is hit",
                         differentiable=False, needs="needs a wp.Mesh")
-    p.add(f"color = wp.vec3({rng.choice(('0.0', '0.1', '0.2'))})", f"if {test}:")
+    depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2) if p.chance(0.3) else None
+    p.add(f"color = wp.vec3({rng.choice(('0.0', '0.1', '0.2'))})", "hit_t = float(0.0)" if depth else None, f"if {test}:")
     shade = p.pick("normal", "lambert", "lambert_pos")
     if shade == "normal":
         p.add(f"color = {normal} * 0.5 + wp.vec3(0.5)", indent=1)
@@ -437,10 +417,10 @@ def _mesh_raycast(p: Pattern):
         light = p.array(rng.choice(("light_pos", "lights")), T.VEC3F, shape=(1,))
         p.add(f"hit = ro + rd * {t}", f"l = wp.normalize({light}[0] - hit)",
               f"color = wp.vec3(1.0) * wp.max(wp.dot({normal}, l), 0.0)", indent=1)
-    if p.chance(0.3):
-        depth = p.array(rng.choice(("depth", "hit_t")), T.FLOAT32, "out", ndim=2)
-        p.add(f"{depth}[i, j] = {t}", indent=1)
-    p.add(f"{image}[i, j] = color")
+    if depth:
+        p.add(f"hit_t = {t}", indent=1)
+        p.note("writes the hit distance, 0 where the ray misses")
+    p.add(f"{image}[i, j] = color", f"{depth}[i, j] = hit_t" if depth else None)
     look = {"normal": "coloured by its normals", "lambert": "lit by a directional light",
             "lambert_pos": "lit by a point light"}[shade]
     return p.finish(rng.choice(("render_mesh", "raycast_mesh", "draw_mesh")), p.kb.dims, ["i", "j"],
@@ -452,7 +432,7 @@ def _bvh_overlaps(p: Pattern):
     rng = p.rng
     n = rng.choice((32, 64, 128))
     p.kb.dims = [n]
-    bvh = p.handle(rng.choice(("bvh", "bvh_id")))
+    bvh = p.handle(rng.choice(("bvh", "bvh_id")), {"object": "bvh", "count": n})
     by_ray = p.coin(0.35)
     if by_ray:
         origins = p.array(rng.choice(("ray_origins", "starts")), T.VEC3F)
@@ -460,8 +440,9 @@ def _bvh_overlaps(p: Pattern):
         p.guard("tid", origins, ("num_rays", n))
         p.add(f"query = wp.bvh_query_ray({bvh}, {origins}[tid], {p.pick(f'wp.normalize({dirs}[tid])', f'{dirs}[tid]')})")
     else:
-        lower = p.array(rng.choice(("lowers", "box_lower")), T.VEC3F)
-        upper = p.array(rng.choice(("uppers", "box_upper")), T.VEC3F)
+        lo_name, hi_name = rng.choice((("lowers", "uppers"), ("box_lower", "box_upper")))
+        lower = p.array(lo_name, T.VEC3F)
+        upper = p.array(hi_name, T.VEC3F)
         p.guard("tid", lower, ("num_boxes", n))
         if p.coin(0.4):  # a query box grown by a margin
             margin = p.scalar(rng.choice(("margin", "thickness")), lo=0.0, hi=0.2)

@@ -67,7 +67,6 @@ def grid_stencil(rng, name, suffix, complexity):
     p.kb.dims = [rng.randint(4, 12) for _ in range(dims)] if dims == 2 else [rng.randint(3, 6) for _ in range(3)]
     boundary = rng.choice(("clamp", "skip", "periodic"))
     at = ", ".join(["i", "j", "k"][:dims])
-    s = fl.s
     vec = {2: T.VEC2F, 3: T.VEC3F}[dims] if not fl.f64 else {2: None, 3: T.VEC3D}[dims]
     if op in ("gradient", "divergence") and vec is None:
         op = "diffusion"
@@ -77,12 +76,17 @@ def grid_stencil(rng, name, suffix, complexity):
     f = p.array(rng.choice(field_name), vec if op == "divergence" else fl.scalar, ndim=dims)
     lookup = clamped_lookup(p, dims, p.fl.spell(vec if op == "divergence" else fl.scalar)) if boundary == "clamp" else None
     out_type = vec if op == "gradient" else fl.scalar
-    out = p.array({"diffusion": "out", "wave": "h_next", "jacobi": "pressure_out", "gradient": "grad",
-                   "divergence": "div"}[op] if rng.random() < 0.5 else f"{f}_new" if op != "gradient" else "gradient",
-                  out_type, "out", ndim=dims)
+    project = op == "gradient" and p.chance(0.4)  # pressure projection: subtract the gradient from a velocity
+    if project:
+        out_name = rng.choice(("velocity_out", "vel_new"))
+    else:
+        out_name = {"diffusion": "out", "wave": "h_next", "jacobi": "pressure_out", "gradient": "grad",
+                    "divergence": "div"}[op] if rng.random() < 0.5 else f"{f}_new" if op != "gradient" else "gradient"
+    out = p.array(out_name, out_type, "out", ndim=dims)
     if boundary == "skip":
         keep = f"{f}[{at}]" if op in ("diffusion", "wave") else f"{p.fl.spell(out_type)}()" if op == "gradient" else fl.lit(0.0)
         p.add(f"if {border_test(f, dims)}:", f"{INDENT}{out}[{at}] = {keep}", f"{INDENT}return")
+        p.early_exit = True  # a per-cell output added later would stay stale on the border
         p.note("keeps border cells " + ("as they are" if op in ("diffusion", "wave") else "at zero"))
     elif boundary == "periodic":
         p.note("wraps around the grid's edges (periodic boundaries)")
@@ -95,11 +99,10 @@ def grid_stencil(rng, name, suffix, complexity):
         nb = list(labels)
     inv_dx = p.scalar(rng.choice(("inv_dx", "inv_cell_size")), lo=0.5, hi=2.0) if rng.random() < 0.5 else None
     dx = None if inv_dx else p.scalar(rng.choice(("dx", "cell_size", "h")) if op != "wave" else "dx", lo=0.5, hi=2.0)
-    inv = inv_dx or f"({fl.lit(1.0)} / {dx})"
     # a central difference spans two cells
     central = f" * ({fl.lit(0.5)} * {inv_dx})" if inv_dx else f" / ({fl.lit(2.0)} * {dx})"
     if op in ("diffusion", "wave"):
-        scale = f"/ ({dx} * {dx})" if dx and p.coin() else f"* {inv} * {inv}"
+        scale = f"/ ({dx} * {dx})" if dx else f"* {inv_dx} * {inv_dx}"
         p.add(f"c = {f}[{at}]", f"lap = ({' + '.join(nb)} - {fl.lit(fmt(2.0 * dims))} * c) {scale}")
         dt = p.scalar("dt", lo=0.001, hi=0.05)
         if op == "diffusion":
@@ -138,7 +141,7 @@ def grid_stencil(rng, name, suffix, complexity):
     elif op == "gradient":
         comps = [f"{nb[2 * a + 1]} - {nb[2 * a]}" for a in range(dims)]
         p.add(f"g = {p.fl.spell(vec)}({', '.join(comps)}){central}")
-        if p.chance(0.4):  # pressure projection: subtract the gradient from a velocity field
+        if project:
             vel = p.array(rng.choice(("velocity", "vel")), vec, ndim=dims)
             p.add(f"{out}[{at}] = {vel}[{at}] - g")
             purpose = (f"Project a velocity field by subtracting the central-difference pressure gradient, "
@@ -177,13 +180,17 @@ def wave_speed_sq(p: Pattern) -> str:
 
 
 def store(p: Pattern, out: str, at: str, value: str, old: str) -> None:
-    """``out[at] = value``, sometimes with the change recorded: per cell, or its maximum for a convergence test."""
-    if not p.chance(0.35):
+    """``out[at] = value``, sometimes with the change recorded: per cell, or its maximum for a convergence test.
+
+    After an early exit at the border only the maximum is kept (a per-cell change would stay stale there).
+    """
+    early = p.early_exit
+    if not p.chance(0.35) or (early and p.fl.f64):  # no atomic max of doubles
         p.add(f"{out}[{at}] = {value}")
         return
     p.add(f"new_value = {value}", f"{out}[{at}] = new_value")
     ndim = at.count(",") + 1
-    if p.fl.f64 or p.coin():
+    if not early and (p.fl.f64 or p.coin()):
         delta = p.array(p.pick("delta", "change"), p.fl.scalar, "out", ndim=ndim)
         p.add(f"{delta}[{at}] = new_value - {old}")
         p.note("writes each cell's change")
@@ -218,8 +225,8 @@ def {sample}(f: wp.array(dtype={fl.s}), x: int, y: int, width: int, height: int)
 """)
         reads = [f"{sample}({f}, {step('x', dx)}, {step('y', dy)}, {width}, {height})" for dx, dy in steps]
     else:  # clamped neighbour coordinates inline
-        p.add(f"xl = wp.max(x - 1, 0)", f"xr = wp.min(x + 1, {width} - 1)",
-              f"yd = wp.max(y - 1, 0)", f"yu = wp.min(y + 1, {height} - 1)")
+        p.add("xl = wp.max(x - 1, 0)", f"xr = wp.min(x + 1, {width} - 1)",
+              "yd = wp.max(y - 1, 0)", f"yu = wp.min(y + 1, {height} - 1)")
         reads = [f"{f}[y * {width} + xr]", f"{f}[y * {width} + xl]", f"{f}[yu * {width} + x]", f"{f}[yd * {width} + x]"]
     p.add(f"c = {f}[tid]", f"lap = ({' + '.join(reads)} - {fl.lit(4.0)} * c)")
     dt = p.scalar("dt", lo=0.001, hi=0.05)
@@ -265,9 +272,9 @@ def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear"
     by_vec = p.coin(0.4)
     args = "pos: wp.vec2" if by_vec else "x: float, y: float"
     head = ["x = pos[0]", "y = pos[1]"] if by_vec else []
+    clamp = p.pick("wp.clamp({a}, 0.0, {hi})", "wp.min(wp.max({a}, 0.0), {hi})")  # one spelling per helper
     for a, n in (("x", 0), ("y", 1)):
-        hi = f"float(f.shape[{n}] - 1)"
-        head.append(p.pick(f"{a} = wp.clamp({a}, 0.0, {hi})", f"{a} = wp.min(wp.max({a}, 0.0), {hi})"))
+        head.append(f"{a} = " + clamp.format(a=a, hi=f"float(f.shape[{n}] - 1)"))
     floor = p.pick("int(wp.floor({}))", "int({})")
     head += [f"i0 = {floor.format('x')}", f"j0 = {floor.format('y')}"]
     head += p.pick(["i1 = wp.min(i0 + 1, f.shape[0] - 1)", "j1 = wp.min(j0 + 1, f.shape[1] - 1)"],
@@ -311,7 +318,7 @@ def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, 
         p.add(f"v = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
         p.note("traces back with the midpoint rule")
     if p.coin():
-        p.add(f"pos = wp.vec2(float(i), float(j)) - v * ({step})")
+        p.add(f"pos = wp.vec2(float(i), float(j)) - v * " + (f"({step})" if " " in step else step))
         return "pos[0]", "pos[1]", step
     p.add(f"x = float(i) - v[0] * {step}", f"y = float(j) - v[1] * {step}")
     return "x", "y", step
@@ -335,6 +342,7 @@ def advection(rng, name, suffix, complexity):
         p.add(f"if i == 0 or j == 0 or i == {q}.shape[0] - 1 or j == {q}.shape[1] - 1:",
               f"{INDENT}{out}[i, j] = {keep}", f"{INDENT}return")
         p.note("keeps border cells " + ("as they are" if keep.endswith("[i, j]") else "at zero"))
+        p.early_exit = True
     vsample = None
     if p.chance(0.4):
         vsample = sample if self_advect else bilinear(p, "wp.vec2", ("sample_velocity", "interpolate_velocity"))
@@ -355,7 +363,7 @@ def advection(rng, name, suffix, complexity):
     if not self_advect and p.chance(0.25):  # interpolation and sources must not make density negative
         value = f"wp.max({value}, 0.0)"
     p.add(f"{out}[i, j] = {value}")
-    if p.chance(0.25):  # the CFL number |u| dt / dx per cell; its maximum chooses the next time step
+    if not p.early_exit and p.chance(0.25):  # |u| dt / dx per cell: its maximum sets the next step
         cfl = p.array(rng.choice(("cfl", "courant")), T.FLOAT32, "out", ndim=2)
         p.add(f"{cfl}[i, j] = {p.length(f'{vel}[i, j]')} * {cells}")
         p.note("writes each cell's CFL number |u| dt / dx")
@@ -375,10 +383,11 @@ def _upwind(p: Pattern, vel: str, dt: str):
     last = ("ni - 1", "nj - 1") if named else (f"{q}.shape[0] - 1", f"{q}.shape[1] - 1")
     p.add(f"v = {vel}[i, j]", f"c = {q}[i, j]")
     p.why("differences on the upwind side; at the border they read the cell itself (no inflow)")
+    select = p.coin(0.4)  # wp.where or if / else, the same for both axes
     for axis, (d, idx, at) in enumerate((("dqdx", "i", "{}, j"), ("dqdy", "j", "i, {}"))):
         lo, hi = f"wp.max({idx} - 1, 0)", f"wp.min({idx} + 1, {last[axis]})"
         back, fwd = f"c - {q}[{at.format(lo)}]", f"{q}[{at.format(hi)}] - c"
-        if p.coin(0.4):
+        if select:
             p.add(f"{d} = wp.where(v[{axis}] > 0.0, {back}, {fwd})")
         else:
             p.add(f"if v[{axis}] > 0.0:", f"{INDENT}{d} = {back}", "else:", f"{INDENT}{d} = {fwd}")

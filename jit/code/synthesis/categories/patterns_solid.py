@@ -1,12 +1,12 @@
-"""Pattern families of solids: small dense linear algebra, rigid bodies, FEM elements and cloth.
+"""Pattern families of solids: small dense linear algebra, rigid bodies and FEM elements.
 
 Per-thread 3x3 systems (assembled from outer products, solved with an inverse, by Jacobi
 iteration or by an SVD polar decomposition), ELL sparse matrix-vector products, rigid-body
 integration with transforms, quaternions and spatial vectors, points carried by bodies,
-linear blend skinning, triangle and tetrahedron elements (deformation gradient, linear,
-St. Venant-Kirchhoff and stable Neo-Hookean stress) and cloth triangles (aerodynamic drag,
-area, normals, dihedral bending). Element index arrays stay within the vertex arrays.
-What it leaves out: particles and grids (``patterns``, ``patterns_grid``).
+linear blend skinning, and triangle and tetrahedron elements (deformation gradient, linear,
+St. Venant-Kirchhoff and stable Neo-Hookean stress). Element index arrays stay within the
+vertex arrays. What it leaves out: cloth (``patterns_cloth``), particles and grids
+(``patterns``, ``patterns_grid``).
 """
 
 from __future__ import annotations
@@ -49,30 +49,43 @@ def _covariance(p: Pattern):
     """Assemble a 3x3 matrix from outer products over a fixed neighbourhood, then use it."""
     rng, fl = p.rng, p.fl
     n, k = p.kb.dims[0], rng.randint(3, 6)
-    x = p.array(rng.choice(("positions", "points", "rest_positions")), fl.vec, lo=-1.0, hi=1.0)
+    use = rng.choice(("solve", "solve", "polar", "eig", "det"))
+    # the rotation of shape matching comes from the cross-covariance of current and rest offsets
+    # (the polar factor of a symmetric covariance is the identity)
+    polar = use == "polar"
+    x = p.array(rng.choice(("positions", "points")) if polar else rng.choice(("positions", "points", "rest_positions")),
+                fl.vec, lo=-1.0, hi=1.0)
+    rest = p.array(rng.choice(("rest_positions", "x_rest")), fl.vec, lo=-1.0, hi=1.0) if polar else None
     padded = p.coin(0.35)  # unused neighbour slots hold -1
     nbr = p.array(rng.choice(("neighbors", "neighbor_indices")), T.INT32, lo=-1 if padded else 0, hi=n - 1,
                   shape=(n, k))
     p.guard("tid", x, ("num_points", n))
-    p.add(f"c = {x}[tid]", p.pick(f"A = {fl.m}()", f"A = {fl.m}({', '.join([fl.lit(0.0)] * 9)})"))
+    p.add(f"c = {x}[tid]", f"c0 = {rest}[tid]" if polar else None,
+          p.pick(f"A = {fl.m}()", f"A = {fl.m}({', '.join([fl.lit(0.0)] * 9)})"))
+    outer = "wp.outer(d, d0)" if polar else "wp.outer(d, d)"
     if p.chance(0.5):
         wts = p.array(rng.choice(("weights", "neighbor_weights")), fl.scalar, lo=0.0, hi=1.0, shape=(n, k))
-        term = f"wp.outer(d, d) * {wts}[tid, m]"
+        term = f"{outer} * {wts}[tid, m]"
     else:
-        term = "wp.outer(d, d)"
+        term = outer
     count = p.pick(str(k), f"{nbr}.shape[1]")
     p.add(f"for m in range({count}):")
     if padded:
-        p.add(f"j = {nbr}[tid, m]", "if j < 0:", f"{INDENT}continue", f"d = {x}[j] - c", indent=1)
+        p.add(f"j = {nbr}[tid, m]", "if j < 0:", f"{INDENT}continue", f"d = {x}[j] - c",
+              f"d0 = {rest}[j] - c0" if polar else None, indent=1)
+    elif polar:
+        p.add(f"j = {nbr}[tid, m]", f"d = {x}[j] - c", f"d0 = {rest}[j] - c0", indent=1)
     else:
         p.add(f"d = {x}[{nbr}[tid, m]] - c", indent=1)
     p.add(f"A += {term}", indent=1)
-    # a regulariser large enough that the solve is well conditioned (gradients checked by differences)
-    reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
-    p.add(p.pick(f"A += {identity(fl)} * {reg}", f"A = A + wp.diag({fl.v}({reg}, {reg}, {reg}))"))
-    use = rng.choice(("solve", "solve", "polar", "eig", "det"))
-    weighted = "weighted " if "wp.outer(d, d) *" in term else ""
-    gathered = f"the {weighted}covariance of each point's neighbours, regularised"
+    weighted = "weighted " if f"{outer} *" in term else ""
+    if polar:
+        gathered = f"the {weighted}cross-covariance of each point's neighbour offsets, now and at rest"
+    else:
+        # a regulariser large enough that the solve is well conditioned (gradients checked by differences)
+        reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
+        p.add(p.pick(f"A += {identity(fl)} * {reg}", f"A = A + wp.diag({fl.v}({reg}, {reg}, {reg}))"))
+        gathered = f"the {weighted}covariance of each point's neighbours, regularised"
     # Warp's adjoint of a matrix carried through a dynamic loop disagrees with finite differences
     diff = use in ("solve", "det") and count == str(k)
     if use == "solve":
@@ -230,15 +243,16 @@ def _ell_matvec(p: Pattern):
             p.add(f"c = {cols}[tid, m]", "if c >= 0:", f"{INDENT}s += {vals}[tid, m] * {x}[c]", indent=1)
     else:
         p.add(f"s += {vals}[tid, m] * {x}[{cols}[tid, m]]", indent=1)
-    y = p.array(rng.choice(("y", "Ax", "result")), fl.scalar, "out")
     kind = p.pick("plain", "residual", "jacobi")
+    y = p.array(rng.choice({"plain": ("y", "Ax", "result"), "residual": ("r", "residual"),
+                            "jacobi": ("x_new", "x_next")}[kind]), fl.scalar, "out")
     if kind == "residual":  # residual r = b - A x, as an iterative solver needs
         b = p.array("b", fl.scalar)
-        p.add(f"r = {b}[tid] - s", f"{y}[tid] = r")
+        p.add(f"res = {b}[tid] - s", f"{y}[tid] = res")
         purpose = "Compute the residual b - A x of a sparse matrix stored in ELL format, one row per thread"
         if p.chance(0.4):
-            norm = p.array(rng.choice(("residual_sq", "r_dot_r")), fl.scalar, "out", shape=(1,))
-            p.add(f"wp.atomic_add({norm}, 0, r * r)")
+            norm = p.array(rng.choice(("residual_sq", "norm_sq")), fl.scalar, "out", shape=(1,))
+            p.add(f"wp.atomic_add({norm}, 0, res * res)")
             p.note("sums its squared norm")
     elif kind == "jacobi":  # one Jacobi step: the ELL part holds the off-diagonal entries, the diagonal apart
         b = p.array("b", fl.scalar)
@@ -249,7 +263,9 @@ def _ell_matvec(p: Pattern):
     else:
         p.add(f"{y}[tid] = s")
         purpose = "Multiply a sparse matrix stored in ELL format by a vector, one row per thread"
-    return p.finish(rng.choice(("spmv_ell", "ell_matvec", "apply_matrix")), p.kb.dims, purpose=purpose)
+    base = {"plain": ("spmv_ell", "ell_matvec", "apply_matrix"), "residual": ("ell_residual", "compute_residual"),
+            "jacobi": ("ell_jacobi_step", "jacobi_sweep")}[kind]
+    return p.finish(rng.choice(base), p.kb.dims, purpose=purpose)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,22 +294,27 @@ def _integrate_bodies(p: Pattern):
         p.add(*p.pick([f"w = wp.spatial_top({qd}[tid])", f"v = wp.spatial_bottom({qd}[tid])"],
                       [f"qd = {qd}[tid]", "w = wp.spatial_top(qd)", "v = wp.spatial_bottom(qd)"]))
     else:
-        lin = p.array(rng.choice(("linear_velocity", "body_v")), T.VEC3F, "inout")
-        ang = p.array(rng.choice(("angular_velocity", "body_w")), T.VEC3F, "inout")
+        lin = p.array(rng.choice(("linear_velocity", "body_v")), T.VEC3F)
+        ang = p.array(rng.choice(("angular_velocity", "body_w")), T.VEC3F)
         p.add(f"v = {lin}[tid]", f"w = {ang}[tid]")
     if p.coin(0.3):  # the step's settings in one struct
         params = p.struct("StepParams", [("dt", T.FLOAT32), ("gravity", T.VEC3F)], "params", 0.001, 0.02)
         dt, g_vec = f"{params}.dt", f"{params}.gravity"
     else:
         dt, g_vec = p.scalar("dt", lo=0.001, hi=0.02), None
-    if p.chance(0.7):
+    forced = p.chance(0.7)
+    energy = p.chance(0.25)  # the translational kinetic energy of each body
+    if forced:
         f = p.array(rng.choice(("body_f", "forces")), T.VEC3F)
         inv_m = p.array(rng.choice(("inv_mass", "body_inv_mass")), T.FLOAT32, lo=0.0, hi=2.0)
         g_vec = g_vec or f"wp.vec3(0.0, {p.scalar('gravity', lo=-9.8, hi=-1.0)}, 0.0)"
+        p.add(f"inv_m = {inv_m}[tid]")
+        # as Warp's integrator does: gravity accelerates only bodies with mass (static ones have inv_m = 0)
         if p.coin():
-            p.add(f"v = v + ({f}[tid] * {inv_m}[tid] + {g_vec}) * {dt}")
+            p.add(f"v = v + ({f}[tid] * inv_m + {g_vec} * wp.nonzero(inv_m)) * {dt}")
         else:
-            p.add(f"a = {f}[tid] * {inv_m}[tid]", f"a = a + {g_vec}", f"v += a * {dt}")
+            p.add(f"a = {f}[tid] * inv_m + {g_vec} * wp.nonzero(inv_m)", f"v += a * {dt}")
+        p.note("keeps gravity off static bodies (zero inverse mass)")
     torqued = p.chance(0.6)
     if torqued:  # torque through the world-space inverse inertia R I^-1 R^T
         tau = p.array(rng.choice(("torques", "body_tau")), T.VEC3F)
@@ -322,14 +343,20 @@ def _integrate_bodies(p: Pattern):
         p.add(f"r = wp.normalize(r + wp.quat(w, 0.0) * r * (0.5 * {dt}))")
         rotation = "integrating the orientation with dq/dt = 1/2 (w, 0) q"
     if spatial:
-        p.add(f"{q}[tid] = wp.transform(x, r)", f"{qd}[tid] = wp.spatial_vector(w, v)")
+        p.add(f"{q}[tid] = wp.transform(x, r)", f"{qd}[tid] = {p.fl.spell(T.SPATIAL_VECTORF)}(w, v)")
     else:
         out = p.array(rng.choice(("body_q_out", "body_q_next")), T.TRANSFORMF, "out")
-        p.add(f"{out}[tid] = wp.transform(x, r)", f"{lin}[tid] = v", f"{ang}[tid] = w")
-    if p.chance(0.25):
-        ke = p.array(rng.choice(("kinetic_energy", "body_energy")), T.FLOAT32, "out", shape=(1,))
-        p.add(f"wp.atomic_add({ke}, 0, 0.5 * wp.dot(v, v))")
-        p.note("sums the translational kinetic energy per unit mass")
+        v_out = p.array(f"{lin}_out", T.VEC3F, "out")
+        w_out = p.array(f"{ang}_out", T.VEC3F, "out")
+        p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v", f"{w_out}[tid] = w")
+    if energy:
+        ke = p.array(rng.choice(("kinetic_energy", "body_energy")), T.FLOAT32, "out")
+        if forced:  # a static body (zero inverse mass) does not move: no energy
+            p.add("ke = float(0.0)", "if inv_m > 0.0:", f"{INDENT}ke = 0.5 * wp.dot(v, v) / inv_m", f"{ke}[tid] = ke")
+        else:
+            mass = p.array(rng.choice(("body_mass", "mass")), T.FLOAT32, lo=0.5, hi=2.0)
+            p.add(f"{ke}[tid] = 0.5 * {mass}[tid] * wp.dot(v, v)")
+        p.note("writes each body's translational kinetic energy")
     loads = "forces and torques" if torqued else "forces"
     return p.finish(rng.choice(("integrate_bodies", "integrate_rigid", "step_bodies")), p.kb.dims,
                     purpose=f"Advance rigid bodies one semi-implicit Euler step under {loads}, {rotation}")
@@ -366,7 +393,7 @@ def _body_points(p: Pattern):
         qd = p.array(rng.choice(("body_qd", "body_velocities")), T.SPATIAL_VECTORF, shape=(n_bodies,))
         vel = p.array(rng.choice(("point_velocities", "velocities_out")), T.VEC3F, "out")
         if static:
-            p.add("twist = wp.spatial_vector()", "if b >= 0:", f"{INDENT}twist = {qd}[b]",
+            p.add(f"twist = {p.fl.spell(T.SPATIAL_VECTORF)}()", "if b >= 0:", f"{INDENT}twist = {qd}[b]",
                   "w = wp.spatial_top(twist)", "v = wp.spatial_bottom(twist)")
         else:
             p.add(f"w = wp.spatial_top({qd}[b])", f"v = wp.spatial_bottom({qd}[b])")
@@ -538,12 +565,9 @@ def fem_elements(rng, name, suffix, complexity):
         entries = ", ".join(f"x{c}[{r}] - x0[{r}]" for r in range(dim) for c in range(1, corners))
         p.add(f"Ds = {m}({entries})")
     dm_inv = p.array(rng.choice(("Dm_inv", "rest_inverse", "inv_rest")), fl.mat, lo=-1.0, hi=1.0)
-    if p.coin():
-        p.add(f"Dm = {dm_inv}[tid]", "F = Ds * Dm")
-        dm = "Dm"
-    else:
-        p.add(f"F = Ds * {dm_inv}[tid]")
-        dm = f"{dm_inv}[tid]"
+    # read once: the force needs it again
+    p.add(*p.pick([f"Dm = {dm_inv}[tid]", "F = Ds * Dm"], [f"Dm = {dm_inv}[tid]", "F = wp.mul(Ds, Dm)"]))
+    dm = "Dm"
     mat = rng.choice(("struct", "params", "arrays"))
     if mat == "struct":
         st = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)
@@ -561,13 +585,13 @@ def fem_elements(rng, name, suffix, complexity):
     if mat == "arrays":
         p.note("reads the Lame parameters per element")
     if model == "linear":
-        p.add(f"eps = {fl.lit(0.5)} * (F + wp.transpose(F)) - {eye}",
-              p.pick(f"P = {fl.lit(2.0)} * {mu} * eps + {lam} * wp.trace(eps) * {eye}",
-                     f"P = eps * ({fl.lit(2.0)} * {mu}) + {eye} * ({lam} * wp.trace(eps))"))
+        p.add(f"eps = {fl.lit(0.5)} * (F + wp.transpose(F)) - {eye}", "tr = wp.trace(eps)",
+              p.pick(f"P = {fl.lit(2.0)} * {mu} * eps + {lam} * tr * {eye}",
+                     f"P = eps * ({fl.lit(2.0)} * {mu}) + {eye} * ({lam} * tr)"))
     elif model == "stvk":
-        p.add(f"E = {fl.lit(0.5)} * (wp.transpose(F) * F - {eye})",
-              p.pick(f"P = F * ({fl.lit(2.0)} * {mu} * E + {lam} * wp.trace(E) * {eye})",
-                     f"S = {fl.lit(2.0)} * {mu} * E + {lam} * wp.trace(E) * {eye}\nP = F * S"))
+        p.add(f"E = {fl.lit(0.5)} * (wp.transpose(F) * F - {eye})", "tr = wp.trace(E)",
+              p.pick(f"P = F * ({fl.lit(2.0)} * {mu} * E + {lam} * tr * {eye})",
+                     f"S = {fl.lit(2.0)} * {mu} * E + {lam} * tr * {eye}\nP = F * S"))
     else:  # stable Neo-Hookean (no log: fine under inversion)
         if dim == 3:
             p.add("c0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])", "c1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])",
@@ -575,10 +599,11 @@ def fem_elements(rng, name, suffix, complexity):
         p.add("J = wp.determinant(F)", f"alpha = 1.0 + {mu} / {lam}",
               f"P = {mu} * F + {lam} * (J - alpha) * {cofactor(dim, m)}")
     if p.chance(0.3):  # Rayleigh damping on the rate of deformation
-        vel = p.array(rng.choice(("velocities", "particle_qd")), fl.vec, lo=-1.0, hi=1.0, shape=(n_vertices,))
+        vel = p.array({"positions": "velocities", "x": "v", "particle_q": "particle_qd"}[x], fl.vec, lo=-1.0, hi=1.0,
+                      shape=(n_vertices,))
         kd = p.scalar(rng.choice(("k_damp", "damping")), lo=0.0, hi=0.1)
-        vcols = ", ".join(f"{vel}[{names[c]}] - {vel}[{names[0]}]" for c in range(1, corners))
-        p.add(f"dFdt = wp.matrix_from_cols({vcols}) * {dm}", f"P = P + dFdt * {kd}")
+        vcols = ", ".join(f"{vel}[{names[c]}] - v0" for c in range(1, corners))
+        p.add(f"v0 = {vel}[{names[0]}]", f"dFdt = wp.matrix_from_cols({vcols}) * {dm}", f"P = P + dFdt * {kd}")
         p.note("adds damping on the rate of deformation")
     vol = p.array(rng.choice(("rest_volume", "element_volume", "areas" if dim == 2 else "volumes")),
                   fl.scalar, lo=0.01, hi=0.1)
@@ -596,11 +621,12 @@ def fem_elements(rng, name, suffix, complexity):
     if model != "neo_hookean" and p.chance(0.3):
         energy = p.array(rng.choice(("energy", "element_energy")), fl.scalar, "out")
         strain = "eps" if model == "linear" else "E"
-        p.add(f"{energy}[tid] = {vol}[tid] * ({mu} * wp.ddot({strain}, {strain}) + {fl.lit(0.5)} * {lam} * wp.trace({strain}) * wp.trace({strain}))")
+        p.add(f"{energy}[tid] = {vol}[tid] * ({mu} * wp.ddot({strain}, {strain}) + {fl.lit(0.5)} * {lam} * tr * tr)")
         p.note("writes each element's strain energy")
     elif p.chance(0.25):  # inverted elements, for diagnostics
         inverted = p.array(rng.choice(("inverted", "flipped")), T.INT32, "out")
-        p.add(f"{inverted}[tid] = wp.where(wp.determinant(F) < 0.0, 1, 0)")
+        det = "J" if model == "neo_hookean" else "wp.determinant(F)"
+        p.add(f"{inverted}[tid] = wp.where({det} < 0.0, 1, 0)")
         p.note("flags inverted elements")
     base = ("eval_triangles", "triangle_forces", "fem_tri") if dim == 2 else ("eval_tetrahedra", "tet_forces", "fem_tet")
     law = {"linear": "linear (small-strain)", "stvk": "St. Venant-Kirchhoff",
@@ -609,192 +635,3 @@ def fem_elements(rng, name, suffix, complexity):
     return p.finish(rng.choice(base), p.kb.dims,
                     purpose=f"Accumulate the elastic forces of each {element} element from its deformation gradient "
                             f"with a {law} material")
-
-
-# ---------------------------------------------------------------------------------------------
-# cloth
-
-
-@register("cloth", 1.0, source="patterns")
-def cloth(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
-    n = rng.choice((8, 16, 32, 64))
-    p.kb.dims = [n]
-    n_vertices = rng.choice((8, 16, 32))
-    kind = rng.choice(("aero", "area", "normals", "bending"))
-    x = p.array(rng.choice(("positions", "x", "particle_q")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_vertices,))
-    p.guard("tid", None, (rng.choice(("num_tris", "num_elements")), n), p=0.25)
-    if kind == "bending":
-        return _bending(p, x, n_vertices)
-    names = element_indices(p, 3, n_vertices)
-    if kind == "normals" or p.coin():
-        p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)), "n = wp.cross(x1 - x0, x2 - x0)")
-    else:  # edges first, as the derivation writes them
-        p.add(f"x0 = {x}[{names[0]}]", f"e1 = {x}[{names[1]}] - x0", f"e2 = {x}[{names[2]}] - x0",
-              "n = wp.cross(e1, e2)")
-        if kind == "area":
-            p.add("x1 = x0 + e1", "x2 = x0 + e2")
-    if kind == "normals":
-        return _vertex_normals(p, names, n_vertices)
-    p.why("a degenerate triangle has no normal and feels no force")
-    p.add(f"area = 0.5 * {p.length('n')}", "if area < 1.0e-8:", f"{INDENT}return",
-          p.pick("n = n / (2.0 * area)", "n = wp.normalize(n)", "n = n * (0.5 / area)"))
-    forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")), shape=(n_vertices,))
-    if kind == "aero":
-        return _aero(p, names, forces, n_vertices)
-    rest = p.array(rng.choice(("rest_area", "tri_area")), T.FLOAT32, lo=0.05, hi=0.5)
-    k = p.scalar(rng.choice(("k_area", "area_stiffness")), lo=1.0, hi=50.0)
-    relative = p.coin()  # the absolute change of area, or the change relative to the rest area
-    if relative:
-        p.add(f"a0 = {rest}[tid]", "c = (area - a0) / a0")
-        gain = f"{k} * c / a0"  # dE/dA of E = k c^2 / 2 with c = (A - A0) / A0
-    else:
-        p.add(f"c = area - {rest}[tid]")
-        gain = f"{k} * c"
-    # dA/dx of each corner: half the unit normal crossed with the opposite edge
-    grads = [("g0", "x2 - x1"), ("g1", "x0 - x2"), ("g2", "x1 - x0")]
-    if p.coin():
-        p.add(*(f"{g} = wp.cross(n, {e}) * 0.5" for g, e in grads))
-        p.add(f"s = -{gain}", *(f"wp.atomic_add({forces}, {v}, g{c_} * s)" for c_, v in enumerate(names)))
-    else:
-        p.add(f"s = -{gain} * 0.5", *(f"wp.atomic_add({forces}, {v}, wp.cross(n, {e}) * s)"
-                                      for v, (_, e) in zip(names, grads)))
-    if p.chance(0.3):
-        energy = p.array(rng.choice(("energy", "element_energy")), T.FLOAT32, "out")
-        p.add(f"{energy}[tid] = 0.5 * {k} * c * c")
-        p.note("writes each triangle's energy")
-    change = "relative change of area" if relative else "change of area"
-    return p.finish(rng.choice(("area_forces", "preserve_area", "eval_area")), p.kb.dims,
-                    purpose=f"Accumulate area-preserving forces on cloth triangles, the gradient of an energy "
-                            f"quadratic in the {change}")
-
-
-def _vertex_normals(p: Pattern, names: list[str], n_vertices: int):
-    """Area-weighted (or unit) face normals scattered to vertices, normalised by a later pass."""
-    rng = p.rng
-    normals = p.array(rng.choice(("vertex_normals", "normals")), T.VEC3F, "out", shape=(n_vertices,))
-    if p.chance(0.3):
-        faces = p.array(rng.choice(("face_normals", "tri_normals")), T.VEC3F, "out")
-        p.add(f"{faces}[tid] = wp.normalize(n)")
-        p.note("writes the unit face normals too")
-    weights = p.pick("area", "unit", "angle")
-    if weights == "unit":
-        p.add(p.pick("n = wp.normalize(n)", f"n = n / wp.max({p.length('n')}, 1.0e-8)"))
-    elif weights == "angle":  # angle-weighted normals: each corner adds the unit normal times its angle
-        p.add("n = wp.normalize(n)", "ab = wp.normalize(x1 - x0)", "ac = wp.normalize(x2 - x0)",
-              "bc = wp.normalize(x2 - x1)", "a0 = wp.acos(wp.clamp(wp.dot(ab, ac), -1.0, 1.0))",
-              "a1 = wp.acos(wp.clamp(-wp.dot(ab, bc), -1.0, 1.0))", "a2 = wp.pi - a0 - a1",
-              *(f"wp.atomic_add({normals}, {v}, n * a{c})" for c, v in enumerate(names)))
-        return p.finish(rng.choice(("accumulate_normals", "angle_weighted_normals")), p.kb.dims,
-                        purpose="Scatter each triangle's unit normal to its corners, weighted by the corner angles, "
-                                "for vertex normals")
-    if p.coin(0.3):
-        p.add("for c in range(3):", f"{INDENT}wp.atomic_add({normals}, " +
-              f"wp.where(c == 0, {names[0]}, wp.where(c == 1, {names[1]}, {names[2]})), n)")
-    else:
-        p.add(*(f"wp.atomic_add({normals}, {v}, n)" for v in names))
-    if p.chance(0.3):  # a third of the triangle's area to each corner: the lumped (mass) area
-        areas = p.array(rng.choice(("vertex_area", "lumped_area")), T.FLOAT32, "out", shape=(n_vertices,))
-        p.add(f"a = {p.length('wp.cross(x1 - x0, x2 - x0)')} / 6.0", *(f"wp.atomic_add({areas}, {v}, a)" for v in names))
-        p.note("gives each corner a third of the triangle's area")
-    weighting = "unit normal" if weights == "unit" else "area-weighted normal"
-    return p.finish(rng.choice(("accumulate_normals", "compute_vertex_normals")), p.kb.dims,
-                    purpose=f"Scatter each triangle's {weighting} to its corners for vertex normals")
-
-
-def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
-    """Drag (and lift) of a triangle moving through air, split over its vertices."""
-    rng = p.rng
-    v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
-    if p.coin():
-        p.add(*(f"v{c} = {v}[{n}]" for c, n in enumerate(names)), "vmid = (v0 + v1 + v2) / 3.0")
-    else:
-        p.add(f"vmid = ({' + '.join(f'{v}[{n}]' for n in names)}) * (1.0 / 3.0)")
-    if p.chance(0.5):  # the air moves: what matters is the velocity relative to it
-        if p.coin():
-            wind = p.array(rng.choice(("wind", "wind_velocity")), T.VEC3F, shape=(1,))
-            p.add(f"vmid = vmid - {wind}[0]")
-        else:
-            wind = p.scalar(rng.choice(("wind_speed", "wind_x")), lo=-2.0, hi=2.0)
-            p.add(f"vmid = vmid - wp.vec3({wind}, 0.0, 0.0)")
-        p.note("takes the velocity relative to the wind")
-    drag = p.scalar(rng.choice(("k_drag", "drag")), lo=0.0, hi=1.0)
-    p.add("vn = wp.dot(n, vmid)")
-    quad = p.pick("vn * wp.abs(vn)", "vn * wp.length(vmid)")
-    p.add(f"f = n * (-{drag} * area * {quad})")
-    if p.chance(0.5):
-        lift = p.scalar(rng.choice(("k_lift", "lift")), lo=0.0, hi=1.0)
-        p.add(f"f = f - (vmid - n * vn) * ({lift} * area * vn)")
-        p.note("adds lift across the flow")
-    p.add(p.pick("f = f / 3.0", "f = f * (1.0 / 3.0)"), *(f"wp.atomic_add({forces}, {n}, f)" for n in names))
-    return p.finish(rng.choice(("eval_aero", "triangle_drag", "cloth_aerodynamics")), p.kb.dims,
-                    purpose="Apply quadratic air drag to each cloth triangle, against its normal velocity, "
-                            "shared equally by its three vertices")
-
-
-def _bending(p: Pattern, x: str, n_vertices: int):
-    """Dihedral bending across an edge shared by two triangles, with the exact angle gradients.
-
-    Wings x0, x1 and the shared edge x2 -> x3 (as in Warp's cloth): with the angle's sign taken
-    from ``cross(n2, n1)``, d theta / d x_i is g_i below (Bridson et al. 2003), and the g_i sum to zero.
-    """
-    rng = p.rng
-    names = element_indices_bend(p, n_vertices)
-    p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)),
-          "n1 = wp.cross(x2 - x0, x3 - x0)", "n2 = wp.cross(x3 - x1, x2 - x1)", "e = x3 - x2",
-          "n1_sq = wp.length_sq(n1)", "n2_sq = wp.length_sq(n2)", f"e_len = {p.length('e')}")
-    p.why("a degenerate hinge has no angle")
-    p.add("if n1_sq < 1.0e-8 or n2_sq < 1.0e-8 or e_len < 1.0e-6:", f"{INDENT}return")
-    if p.coin():
-        p.add("cos_theta = wp.dot(n1, n2) / wp.sqrt(n1_sq * n2_sq)",
-              "sin_theta = wp.dot(wp.cross(n2, n1), e) / (wp.sqrt(n1_sq * n2_sq) * e_len)",
-              "theta = wp.atan2(sin_theta, cos_theta)")
-    else:  # unit normals first; the sign of the angle from the edge direction
-        p.add("n1_hat = n1 / wp.sqrt(n1_sq)", "n2_hat = n2 / wp.sqrt(n2_sq)",
-              "cos_theta = wp.clamp(wp.dot(n1_hat, n2_hat), -1.0, 1.0)",
-              "theta = wp.acos(cos_theta) * wp.sign(wp.dot(wp.cross(n2_hat, n1_hat), e))")
-    p.add("e_hat = e / e_len", "w1 = n1 / n1_sq", "w2 = n2 / n2_sq",
-          "g0 = w1 * e_len", "g1 = w2 * e_len",
-          "g2 = w1 * wp.dot(x0 - x3, e_hat) + w2 * wp.dot(x1 - x3, e_hat)",
-          "g3 = w1 * wp.dot(x2 - x0, e_hat) + w2 * wp.dot(x2 - x1, e_hat)")
-    ke = f"{p.array('bend_stiffness', T.FLOAT32, lo=0.0, hi=1.0)}[tid]" if p.coin(0.3) else \
-        p.scalar(rng.choice(("k_bend", "bending_stiffness")), lo=0.0, hi=1.0)
-    if rng.random() < 0.5:
-        rest = p.array(rng.choice(("rest_angle", "bend_rest")), T.FLOAT32, lo=-0.5, hi=0.5)
-        p.add(f"c = {ke} * (theta - {rest}[tid])")
-        toward = "its rest angle"
-    else:
-        p.add(f"c = {ke} * theta")
-        toward = "flat"
-    if p.chance(0.35):  # damping on the rate of the angle, d theta / dt = sum of g_i . v_i
-        v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
-        kd = p.scalar(rng.choice(("k_damp", "bend_damping")), lo=0.0, hi=0.1)
-        p.add(f"dtheta = wp.dot(g0, {v}[{names[0]}]) + wp.dot(g1, {v}[{names[1]}])"
-              f" + wp.dot(g2, {v}[{names[2]}]) + wp.dot(g3, {v}[{names[3]}])",
-              f"c = c + {kd} * dtheta")
-        p.note("damps the rate of change of the angle")
-    forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")), shape=(n_vertices,))
-    if p.coin():  # f_i = -c g_i
-        p.add(*(f"wp.atomic_sub({forces}, {n}, g{c} * c)" for c, n in enumerate(names)))
-    else:
-        p.add("s = -c", *(f"wp.atomic_add({forces}, {n}, g{c} * s)" for c, n in enumerate(names)))
-    if p.chance(0.25):
-        angles = p.array(rng.choice(("angles", "dihedral_angle")), T.FLOAT32, "out")
-        p.add(f"{angles}[tid] = theta")
-        p.note("writes each hinge's angle")
-    return p.finish(rng.choice(("eval_bending", "bending_forces", "dihedral_bending")), p.kb.dims,
-                    purpose=f"Accumulate dihedral bending forces on the four vertices of each hinge, driving "
-                            f"its angle towards {toward}")
-
-
-def element_indices_bend(p: Pattern, n_vertices: int) -> list[str]:
-    names = ["i", "j", "k", "l"]
-    if p.rng.random() < 0.5:
-        idx = p.array(p.rng.choice(("bending_indices", "edge_indices")), T.INT32, lo=0, hi=n_vertices - 1,
-                      shape=(p.kb.dims[0], 4))
-        p.add(*(f"{n} = {idx}[tid, {c}]" for c, n in enumerate(names)))
-    else:
-        idx = p.array(p.rng.choice(("bending_edges", "hinges")), VEC4I, lo=0, hi=n_vertices - 1)
-        p.add(f"e4 = {idx}[tid]", *(f"{n} = e4[{c}]" for c, n in enumerate(names)))
-    return names
-
