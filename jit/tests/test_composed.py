@@ -10,6 +10,7 @@ the kernel and not the test session.
 from __future__ import annotations
 
 import ast
+import builtins
 import collections
 import functools
 import re
@@ -129,6 +130,7 @@ def slips(source: str) -> list[str]:
                 found.append(f"alias {n.targets[0].id} = {n.value.id}")
         names = set(stores) | {a.arg for a in fn.args.args}
         found += [f"{n} named as a helper" for n in sorted(names & helpers)]
+        found += [f"{n} hides a builtin" for n in sorted(names & set(dir(builtins)))]
     params, read, passed = _kernel_arrays(k)
     for name, ann in params.items():
         if not ann.startswith("wp.array") and not ann.endswith(suffix) and "int" not in ann and plural(name):
@@ -165,11 +167,11 @@ def damp_00000000(v: wp.vec3, rate: float):
 def k_00000000(out: wp.array(dtype=wp.vec3), x: wp.array(dtype=wp.vec3), masses: float, damp: float, g: float):
     tid = wp.tid()
     m = masses
-    a = wp.vec3(0.0, g, 0.0) + wp.vec3(0.0, g, 0.0)
-    out[tid] = damp_00000000(x[tid] - x[tid - 1], damp) * m + (x[tid] - x[tid - 1]) + a
+    dir = wp.vec3(0.0, g, 0.0) + wp.vec3(0.0, g, 0.0)
+    out[tid] = damp_00000000(x[tid] - x[tid - 1], damp) * m + (x[tid] - x[tid - 1]) + dir
 '''
     found = " | ".join(slips(bad))
-    for kind in ("alias m = masses", "damp named as a helper", "one value named as many: masses",
+    for kind in ("alias m = masses", "damp named as a helper", "dir hides a builtin", "one value named as many: masses",
                  "not ordered", "computed 2 times: wp.vec3(0.0, g, 0.0)", "computed 2 times: x[tid]"):
         assert kind in found, (kind, found)
 

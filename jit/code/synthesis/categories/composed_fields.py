@@ -179,7 +179,7 @@ def reaction_diffusion(rng, name, suffix, complexity):
     w.add(f"{u_out}[{g.at}] = {out['u']}", f"{v_out}[{g.at}] = {out['v']}")
     what = f"Advance two chemical concentrations by {says('gray_scott')}"
     if varying:
-        what += " with feed and kill rates that vary over the grid"
+        what += " with feed and kill rates that vary from cell to cell"
     return d.finish(rng.choice(("gray_scott_step", "reaction_diffusion", "react_diffuse")), list(g.shape),
                     grid_purpose(g, what), tids=list("ijk"[:dim]))
 

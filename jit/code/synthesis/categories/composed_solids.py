@@ -103,31 +103,40 @@ def body_points(rng, name, suffix, complexity):
     w = d.w
     its = items(d, "points", (16, 32, 64, 100), ("num_points", "point_count"), guard=0.25)
     n_bodies = rng.choice((1, 4, 8))
-    body_q = d.array(("body_q", "body_transforms", "transforms"), "transform", shape=(n_bodies,))
-    local = d.array(("local_points", "body_points", "offsets"), "vec3", lo=-0.5, hi=0.5)
+    inverse = rng.random() < 0.25
+    if inverse:
+        local = d.array(("points", "world_points", "x_world"), "vec3", lo=-1.0, hi=1.0)
+    else:
+        local = d.array(("local_points", "body_points", "offsets"), "vec3", lo=-0.5, hi=0.5)
     if n_bodies > 1:
+        body_q = d.array(("body_q", "body_transforms", "transforms"), "transform", shape=(n_bodies,))
         owner = d.array(("point_body", "shape_body", "body_index"), T.INT32, lo=0, hi=n_bodies - 1)
         b = w.let(("b", "body"), f"{owner}[tid]")
-    else:
-        b = "0"
-    X = w.let(("X", "tf", "pose"), f"{body_q}[{b}]")
-    inverse = rng.random() < 0.25
+        X = w.let(("X", "tf", "pose"), f"{body_q}[{b}]")
+    else:  # one body: its pose and velocities are values, not arrays of one
+        b, X = "", d.scalar(("body_transform", "xform", "pose"), "transform")
     if inverse:
         p = d.use("inverse_transform_point", inline=True, xform=X, p=f"{local}[tid]")["p"]
         out = d.array(("local_out", "points_local", "body_frame_points"), "vec3", "out")
         w.add(f"{out}[tid] = {p}")
-        purpose = f"Express world points in the frames of their bodies ({says('inverse_transform_point')})"
+        frames = "the frames of their bodies" if b else "the frame of a body"
+        purpose = f"Express world points in {frames} (the inverse rigid transform)"
         return d.finish(rng.choice(("world_to_body", "to_local_frame")), [its.launch], purpose)
     p = d.use("transform_point", xform=X, p=f"{local}[tid]")["p"]
     out = d.array(("world_points", "points_world", "x_world"), "vec3", "out")
     w.add(f"{out}[tid] = {p}")
     purpose = f"Compute {says('transform_point')}"
     if rng.random() < 0.5:
-        body_v = d.array(("body_v", "linear_velocity"), "vec3", shape=(n_bodies,))
-        body_w = d.array(("body_w", "angular_velocity"), "vec3", shape=(n_bodies,))
+        if b:
+            body_v = d.array(("body_v", "linear_velocity"), "vec3", shape=(n_bodies,))
+            body_w = d.array(("body_w", "angular_velocity"), "vec3", shape=(n_bodies,))
+            v_b, w_b = f"{body_v}[{b}]", f"{body_w}[{b}]"
+        else:
+            v_b = d.scalar(("body_v", "linear_velocity"), "vec3")
+            w_b = d.scalar(("body_w", "angular_velocity"), "vec3")
         w.comment("the body origin is its center of mass")
         r = w.let(("r", "arm", "lever"), f"{p} - wp.transform_get_translation({X})")
-        vp = d.use("rigid_point_velocity", v=f"{body_v}[{b}]", omega=f"{body_w}[{b}]", r=r)["v"]
+        vp = d.use("rigid_point_velocity", v=v_b, omega=w_b, r=r)["v"]
         vout = d.array(("point_velocities", "v_world", "world_velocities"), "vec3", "out")
         w.add(f"{vout}[tid] = {vp}")
         purpose += " and their velocities"
@@ -229,22 +238,24 @@ def small_solves(rng, name, suffix, complexity):
         purpose = f"Extract {says('polar_rotation')} of each matrix (a proper rotation)"
     else:
         n_clusters = rng.choice((1, 4))
-        rots = d.array(("cluster_rotations", "rotations", "R"), "mat33", shape=(n_clusters,))
-        centers = d.array(("cluster_centers", "centers", "com"), "vec3", shape=(n_clusters,))
         x = d.array(("positions", "x", "particle_x"), "vec3", "inout")
         if n_clusters > 1:
+            rots = d.array(("cluster_rotations", "rotations"), "mat33", shape=(n_clusters,))
+            centers = d.array(("cluster_centers", "centers"), "vec3", shape=(n_clusters,))
             cluster = d.array(("cluster", "cluster_id", "group"), T.INT32, lo=0, hi=n_clusters - 1)
             c = w.let(("c", "k_c"), f"{cluster}[tid]")
-        else:
-            c = "0"
+            rot, center = f"{rots}[{c}]", f"{centers}[{c}]"
+        else:  # one cluster: its rotation and center are values, not arrays of one
+            rot = d.scalar(("rotation", "R"), "mat33")
+            center = d.scalar(("center", "com"), "vec3")
         xi = w.let(("xi", "p"), f"{x}[tid]")
         d.gather_here()
-        x_new = d.use("shape_matching_goal", R=f"{rots}[{c}]", c=f"{centers}[{c}]", x=xi)["x"]
+        x_new = d.use("shape_matching_goal", R=rot, c=center, x=xi)["x"]
         w.add(f"{x}[tid] = {x_new}")
         purpose = f"Apply {says('shape_matching_goal')} of each particle's cluster (rotated rest offset)"
-    return d.finish(rng.choice({"implicit": ("solve_local_systems", "local_solve"),
-                                "covariance": ("accumulate_covariance", "covariance")}.get(
-                                    job, ("shape_matching", "polar_rotations"))), [its.launch], purpose)
+    names = {"implicit": ("solve_local_systems", "local_solve"), "covariance": ("accumulate_covariance", "covariance"),
+             "polar": ("polar_rotations", "extract_rotations"), "shape_matching": ("shape_matching", "match_shapes")}
+    return d.finish(rng.choice(names[job]), [its.launch], purpose)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,7 +372,7 @@ def cast_rays(rng, name, suffix, complexity):
     dirs = d.array(("directions", "ray_dirs", "ray_d"), "vec3", lo=-1.0, hi=1.0)
     o = w.let(("o", "origin", "ro"), f"{origins}[tid]")
     w.comment("directions arrive unnormalised from the camera model") if rng.random() < 0.4 else None
-    dvec = w.let(("d", "dir", "rd"), f"wp.normalize({dirs}[tid])")
+    dvec = w.let(("d", "rd", "ray_dir"), f"wp.normalize({dirs}[tid])")
     d.gather_here()
     t_max = d.resolve(FAR)
     t_best = w.let(("t_best", "closest", "t_min"), t_max)

@@ -14,6 +14,7 @@ input; what it leaves out: choosing a job and its pieces (``categories.composed_
 from __future__ import annotations
 
 import ast
+import builtins
 import random
 import re
 import textwrap
@@ -27,6 +28,7 @@ from jit.code.synthesis.types import WType
 SKIP = "__skip_writes__"  # a placeholder line where a skipped item's writes go
 DOC_WIDTH = 96
 OWNERS = ("particle_", "body_", "element_", "spring_")  # prefixes of per-item arrays in Warp's own code
+PYTHON_BUILTINS = {n for n in dir(builtins) if n.islower() and not n.startswith("_")}
 TIME_STEPS = ("dt", "delta_time", "time_step", "substep_dt", "sub_dt")  # docstring text columns (black leaves docstrings as written)
 
 
@@ -90,6 +92,7 @@ class Draft:
         self.style = style
         self.w = Writer(style, rng, chatty=rng.random() < 0.6, suffix=suffix)
         self.w.taken |= {"wp", "tid", "float", "int", "range", "min", "max", "abs", "len"}
+        self.w.reserved |= PYTHON_BUILTINS  # a local named ``dir`` or ``sum`` hides the builtin
         self.inputs: list[Input] = []
         self.uniforms: dict[str, Uniform] = {}
         self.resolved: dict[Role, str] = {}  # role -> expression of the kernel input bound to it

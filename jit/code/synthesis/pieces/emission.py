@@ -28,7 +28,7 @@ def random_unit_vector(w: Writer, state):
     z = w.let(("z", "cos_theta"), f"wp.randf({state}, {w.lit(-1.0)}, {w.lit(1.0)})")
     phi = w.let(("phi", "azimuth"), f"wp.randf({state}) * {w.lit(2.0)} * wp.pi")
     r = w.let(("r", "ring"), f"wp.sqrt(wp.max({w.lit(1.0)} - {z} * {z}, {w.lit(0.0)}))")
-    return {"d": w.let(("dir", "d_rand"), f"{w.style.type('vec3')}({r} * wp.cos({phi}), {r} * wp.sin({phi}), {z})")}
+    return {"d": w.let(("direction", "d_rand"), f"{w.style.type('vec3')}({r} * wp.cos({phi}), {r} * wp.sin({phi}), {z})")}
 
 
 @piece("random_point_in_ball", needs={"state": RNG_STATE, "center": CENTER, "radius": SPHERE_RADIUS},

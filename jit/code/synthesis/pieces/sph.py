@@ -28,9 +28,9 @@ def poly6(w: Writer) -> str:
 @wp.func
 def {{name}}(r2: {s}, h: {s}):
 {INDENT}\"\"\"The poly6 smoothing kernel without its normalisation: (h^2 - r^2)^3 inside the support.\"\"\"
-{INDENT}if r2 >= h * h:
-{INDENT}{INDENT}return {zero}
 {INDENT}q = h * h - r2
+{INDENT}if q <= {zero}:
+{INDENT}{INDENT}return {zero}
 {INDENT}return q * q * q
 """)
 
