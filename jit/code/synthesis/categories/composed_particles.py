@@ -161,14 +161,18 @@ def integrate_particles(rng, name, suffix, complexity):
 # edges and pairs
 
 
-def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str) -> tuple[Draft, Items, int, str, str]:
+def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str,
+               maskable: bool = False) -> tuple[Draft, Items, int, str, str, str]:
+    """The draft, the launch over edges, and the edge's two particles; a switched-off edge (when the
+    job may have them) returns before it reads anything."""
     st = style(rng, f64=0.15)
     d = draft(rng, suffix, st, groups)
     n_particles = rng.choice((16, 32, 64))
     its = items(d, noun, (24, 48, 64, 96, 128), (f"num_{noun}", f"{noun[:-1]}_count"), guard=0.25)
+    masked = active_mask(d, noun) if maskable else ""
     i, j = endpoints(d, n_particles, its.n)
     d.gather_here()
-    return d, its, n_particles, i, j
+    return d, its, n_particles, i, j, masked
 
 
 MAX_STRAIN = Role("breaking strain", "scalar", 0.1, 0.5, ("max_strain", "break_strain", "tear_threshold"))
@@ -176,10 +180,9 @@ MAX_STRAIN = Role("breaking strain", "scalar", 0.1, 0.5, ("max_strain", "break_s
 
 @register("spring_network", 1.5, source=SOURCE)
 def spring_network(rng, name, suffix, complexity):
-    d, its, n_particles, i, j = edge_setup(rng, suffix, ("SpringParams", "Material"), "springs")
+    d, its, n_particles, i, j, masked = edge_setup(rng, suffix, ("SpringParams", "Material"), "springs", True)
     w, pshape = d.w, (n_particles,)
-    which = active_mask(d, "springs") or "each spring"
-    which = "each active spring" if which == "active springs" else which
+    which = "each active spring" if masked else "each spring"
     x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
     x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
@@ -232,7 +235,7 @@ def spring_network(rng, name, suffix, complexity):
 
 @register("particle_contacts", 0.8, source=SOURCE)
 def particle_contacts(rng, name, suffix, complexity):
-    d, its, n_particles, i, j = edge_setup(rng, suffix, ("ContactParams",), "contacts")
+    d, its, n_particles, i, j, _ = edge_setup(rng, suffix, ("ContactParams",), "contacts")
     w, pshape = d.w, (n_particles,)
     if rng.random() < 0.5:  # padded broad-phase lists pair a particle with itself
         w.add(f"if {i} == {j}:", f"{INDENT}return")
@@ -263,11 +266,12 @@ def particle_contacts(rng, name, suffix, complexity):
 
 @register("distance_constraints", 1.2, source=SOURCE)
 def distance_constraints(rng, name, suffix, complexity):
-    d, its, n_particles, i, j = edge_setup(rng, suffix, ("SolverParams", "ConstraintParams"), "constraints")
+    d, its, n_particles, i, j, masked = edge_setup(rng, suffix, ("SolverParams", "ConstraintParams"), "constraints",
+                                                   True)
     w, pshape = d.w, (n_particles,)
-    which = "each active edge" if active_mask(d, "constraints") else "each edge"
+    which = "each active edge" if masked else "each edge"
     x = d.array(("positions", "predicted", "particle_x"), "vec", lo=-1.0, hi=1.0, shape=pshape)
-    inv_mass = d.array(R.INV_MASS.names, "scalar", lo=0.0, hi=2.0, shape=pshape)
+    inv_mass = d.array(("inv_masses", "particle_inv_mass"), "scalar", lo=0.0, hi=2.0, shape=pshape)
     x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
     w_i, w_j = w.let(("w_i", "wi"), f"{inv_mass}[{i}]"), w.let(("w_j", "wj"), f"{inv_mass}[{j}]")
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
