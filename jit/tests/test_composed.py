@@ -294,3 +294,32 @@ def test_internal_forces_sum_to_zero(category):
     # float32 atomics round each addition: the tolerance scales with the forces added, not their sum
     scale = max(1.0, float(np.abs(after - before).max()))
     np.testing.assert_allclose(after.sum(axis=0), before.sum(axis=0), atol=1e-5 * scale * len(after))
+
+
+def test_speed_limit_holds_before_the_position_moves():
+    """Clamped before the drift, no particle moves farther in a step than the speed limit allows."""
+    def plain(s):  # a limit, no colliders or substeps to move particles further, values as plain arguments
+        used = set(s.metadata["pieces"])
+        return "clamp_speed" in used and not used & {"ground_contact", "sphere_contact", "box_container",
+                                                     "sdf_contact"} and "range(" not in s.source \
+            and "params." not in s.source and "wp.struct" not in s.source
+    spec = _first("integrate_particles", plain)
+    args = {a["name"]: a for a in spec.metadata["launch"]["args"]}
+    limit = next(n for n in args if n in ("max_speed", "speed_limit", "max_velocity"))
+    dt = next(n for n in args if n in ("dt", "delta_time", "time_step"))
+    x_in = next(n for n in args if n in ("positions", "particle_x", "x"))
+    x_out = next((n for n in (f"{x_in}_out", f"new_{x_in}") if n in args), x_in)
+    handle = wb.define([spec.source], "test_composed_speed_limit")
+    try:
+        ex.set_cpu_options(handle.module, backward=False)
+        kernel = handle.namespace[spec.name]
+        plan = ex.plan_from_metadata(kernel, spec.metadata)
+        values = ex.random_values(plan, np.random.default_rng(7))
+        values[limit] = np.asarray(0.5, values[limit].dtype)  # below the speeds the inputs start with
+        before = values[x_in].astype(np.float64).copy()
+        after = ex.run_outputs(kernel, plan, values)[x_out].astype(np.float64)
+    finally:
+        handle.release()
+    step = np.linalg.norm(after - before, axis=1)
+    assert np.all(step <= 0.5 * float(values[dt]) * (1 + 1e-4)), (step.max(), spec.source)
+    assert np.any(step > 0.4 * float(values[dt])), spec.source  # the limit binds for some
