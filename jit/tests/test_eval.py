@@ -33,7 +33,7 @@ def blend_fields(a: wp.array(dtype=float), b: wp.array(dtype=float), t: float, o
 
 @wp.func
 def falloff(r: float, h: float):
-    q = wp.max(h - r, 0.0)
+    q = wp.max(h * h - r, 0.0)
     return q * q * q
 
 
@@ -172,7 +172,7 @@ def test_hanging_crashing_and_writing_predictions_score_as_failed_and_the_run_go
            source.replace("import warp as wp", "import warp as wp\nopen('x.txt', 'w').write('x')"),
            source.replace("i = wp.tid()", "i = wp.tid(\n"),
            source]
-    rows, result = evaluate("cuda2py", {record["id"]: record}, {record["id"]: bad}, seconds=8.0)
+    rows, result = evaluate("cuda2py", {record["id"]: record}, {record["id"]: bad}, seconds=5.0)
     assert [r["passed"] for r in rows] == [False, False, True, False, True]
     assert rows[0]["error"].startswith("timeout") and rows[1]["error"].startswith("crashed")
     assert rows[3]["compiles"] is False and "SyntaxError" in rows[3]["error"]

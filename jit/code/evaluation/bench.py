@@ -89,9 +89,17 @@ def attach_io(records: list[dict], seed: int, backward: bool = True) -> tuple[li
                 rejects[failed[item.name]] += 1
             elif pair.io is None:
                 rejects[pair.validation.get("cpu_reason") or "io example too large"] += 1
+            elif unchanged(pair.io):
+                rejects["outputs unchanged by the launch"] += 1
             else:
                 done[item.name] = pair.to_dict()
     return [done[r["id"]] for r in records if r["id"] in done], rejects
+
+
+def unchanged(io: dict) -> bool:
+    """True when every output holds what it held before the launch: such an example cannot tell
+    a kernel from one that writes nothing (a guard that no recorded input passes, say)."""
+    return all(io["outputs"][name]["data"] == io["inputs"][name]["data"] for name in io["outputs"])
 
 
 def mark(record: dict) -> dict:

@@ -36,6 +36,7 @@ MODES = {"cuda2py": "cpu-run", "purpose2py": "cpu-run", "py2cpp": "cpu-run", "py
 # (rtol, atol relative to the output's largest magnitude) per float width
 TOLERANCE = {2: (1e-2, 1e-3), 4: (1e-4, 1e-5), 8: (1e-9, 1e-12)}
 KS = (1, 5, 10)
+FRESH_SETS = 3  # input sets drawn afresh per eval, besides the stored one (launches cost milliseconds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,7 +44,7 @@ KS = (1, 5, 10)
 
 
 def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None]:
-    """([the stored inputs, a set drawn from ``seed`` and the record id], the stored outputs,
+    """([the stored inputs, ``FRESH_SETS`` sets drawn from ``seed`` and the record id], the stored outputs,
     the gradient check's weights and inputs or None).
 
     Gradients are compared where the benchmark's gradient check passed: of ``sum(w * output)``
@@ -63,7 +64,7 @@ def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None
         outputs = {a.name: L.decode(a, record["io"]["outputs"][a.name]) for a in plan.outputs()}
         described = L.plan_from_metadata(kernel, record["metadata"])
         rng = np.random.default_rng([seed % 2**63, item_index(record["id"])])
-        drawn = L.random_values(described, rng)
+        drawn = [L.random_values(described, rng) for _ in range(FRESH_SETS)]
         grads = None
         wanted = set(record["metadata"].get("differentiable_outputs") or ())
         if (record.get("validation") or {}).get("gradient") == "passed":
@@ -73,7 +74,7 @@ def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None
             grads = {"weights": weights, "wrt": wrt} if weights and wrt else None
     finally:
         handle.release()
-    return [stored, drawn], outputs, grads
+    return [stored, *drawn], outputs, grads
 
 
 def _leaves(value: np.ndarray, name: str) -> list[tuple[str, np.ndarray]]:
@@ -191,9 +192,8 @@ def reference_outputs(record: dict, seed: int, seconds: float) -> tuple[list[dic
     if ran.status != "ok":
         return inputs[:1], [stored], None
     want = [dict(ran.value[0], **stored)] + ran.value[1:]
-    if not _finite(want[-1]):
-        return inputs[:1], want[:1], grads
-    return inputs, want, grads
+    keep = [0] + [n for n in range(1, len(want)) if _finite(want[n])]
+    return [inputs[n] for n in keep], [want[n] for n in keep], grads
 
 
 def _finite(outputs: dict) -> bool:
