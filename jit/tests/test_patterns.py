@@ -417,3 +417,181 @@ def test_mesh_collision_pushes_particles_out(normal):
                  and a["name"] in ("positions", "particle_x", "points", "positions_out", "x_new"))
     np.testing.assert_allclose(got[moved][:, 0], 0.55, atol=1e-4, err_msg=spec.source)  # the face plus the radius
     np.testing.assert_allclose(got[moved][:, 1:], x[:, 1:], atol=1e-4, err_msg=spec.source)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a reviewer checks in every family: signature order, outputs written, spellings, SPH sums
+
+
+def _signature(source: str) -> list[str]:
+    return [a.arg for a in _kernel(source).args.args]
+
+
+def _read_arrays(source: str) -> set[str]:
+    return {n.value.id for n in ast.walk(_kernel(source)) if isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_parameters_are_inputs_then_scalars_then_outputs(family):
+    """Object ids, input arrays (arrays updated in place among them), scalars and structs, then the
+    arrays only written or accumulated into, read from each kernel's signature and body."""
+    for i in range(20):
+        spec = _built(family, i)
+        roles = {a["name"]: a for a in spec.metadata["launch"]["args"]}
+        read = _read_arrays(spec.source)
+
+        def group(name):
+            arg = roles[name]
+            if arg["kind"] == "handle":
+                return 0
+            if arg["kind"] == "array":
+                return 1 if arg["role"] == "in" or (arg["role"] == "inout" and name in read) else 3
+            return 2
+
+        groups = [group(n) for n in _signature(spec.source)]
+        assert groups == sorted(groups), (groups, spec.source)
+
+
+def _stored_per_thread(source: str) -> set[str]:
+    """Arrays stored to (``a[...] = v``) at the thread's own index, as the kernel names it."""
+    kernel = _kernel(source)
+    tids = {t.id for n in kernel.body if isinstance(n, ast.Assign) and "wp.tid()" in ast.unparse(n.value)
+            for t in (n.targets[0].elts if isinstance(n.targets[0], ast.Tuple) else n.targets)}
+    tids |= {n.targets[0].id for n in ast.walk(kernel) if isinstance(n, ast.Assign)
+             and isinstance(n.targets[0], ast.Name) and "hash_grid_point_id" in ast.unparse(n.value)}
+    out = set()
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+            target = node.targets[0]
+            index = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+            if all(isinstance(x, ast.Name) and x.id in tids for x in index):
+                out.add(target.value.id)
+    return out
+
+
+def _branches(source: str) -> bool:
+    """The kernel returns early or stores under an ``if``."""
+    kernel = _kernel(source)
+    return any(isinstance(n, ast.Return) for n in ast.walk(kernel)) or any(
+        isinstance(m, ast.Assign) and isinstance(m.targets[0], ast.Subscript)
+        for n in ast.walk(kernel) if isinstance(n, ast.If) for m in ast.walk(n))
+
+
+def _run_with_sentinel(specs, module: str) -> dict:
+    """Each kernel run once on the CPU with random inputs in its ranges, runtime objects built from
+    their recipes, and every output array filled with NaN (or -7 for integers) first."""
+    from jit.code.checks import objects
+
+    handle = wb.define([s.source for s in specs], module)
+    handle.module.options["enable_backward"] = False
+    results = {}
+    try:
+        for n, spec in enumerate(specs):
+            values = _inputs(spec, np.random.default_rng(n), lambda arg: 0 if arg["kind"] == "handle" else None)
+            args, bound, built = [], {}, []
+            for arg in spec.metadata["launch"]["args"]:
+                if arg["kind"] == "array":
+                    data = values[arg["name"]]
+                    if arg["role"] == "out":
+                        data = np.full_like(data, -7 if data.dtype.kind == "i" else np.nan)
+                    bound[arg["name"]] = wp.array(data, dtype=getattr(wp, arg["dtype"]), device="cpu")
+            for arg in spec.metadata["launch"]["args"]:
+                if arg["kind"] == "handle":
+                    built.append(objects.build(arg["build"], bound, "cpu"))
+                    args.append(built[-1].id)
+                elif arg["kind"] == "array":
+                    args.append(bound[arg["name"]])
+                else:
+                    v = values[arg["name"]]
+                    args.append(v.item() if isinstance(v, np.ndarray) else v)
+            wp.launch(handle.namespace[spec.name], dim=spec.metadata["launch"]["dim"], inputs=args, device="cpu")
+            results[spec.name] = {k: a.numpy() for k, a in bound.items()}
+    finally:
+        handle.release()
+    return results
+
+
+def test_outputs_owned_by_a_thread_are_written_on_every_path():
+    """An array a thread stores to at its own index is written for every thread, whatever branch it
+    takes (an early return for a degenerate element or a missed query leaves no stale entry)."""
+    specs = []
+    for family in sorted(FAMILIES):  # per family, the first kernels with a branch before a per-thread store
+        found = [s for s in (_built(family, i) for i in range(60)) if _stored_per_thread(s.source)
+                 and "@wp.struct" not in s.source and _branches(s.source)]
+        specs += found[:3]
+    assert len(specs) >= 30
+    results = _run_with_sentinel(specs, "test_patterns_outputs")
+    for spec in specs:
+        roles = {a["name"]: a["role"] for a in spec.metadata["launch"]["args"]}
+        for name in _stored_per_thread(spec.source):
+            if roles[name] != "out":
+                continue
+            got = results[spec.name][name]
+            stale = np.isnan(got) if got.dtype.kind == "f" else got == -7
+            assert not stale.any(), (name, spec.source)
+
+
+SLIPS = [
+    (r"wp\.sqrt\(wp\.dot\((\w+), \1\)\)", "wp.length spelled out"),
+    (r"wp\.pow\([^()]*, (wp\.float64\()?[23]\.0\)?\)", "a square or cube through wp.pow"),
+    (r"wp\.pow\(\w+, (wp\.float64\()?[69]\.0\)?\)", "a normalisation power recomputed per thread"),
+    (r"\*\* ?\d", "a power operator"),
+]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_no_slips_a_reviewer_flags(family):
+    """No length spelled out, no pow for a square, no normalisation recomputed per thread, no
+    ``wp.normalize(d)`` of a vector whose length was already taken, no while loop over a counter."""
+    for i in range(25):
+        spec = _built(family, i)
+        for pattern, slip in SLIPS:
+            assert not re.search(pattern, spec.source), (slip, spec.source)
+        for fn in [n for n in ast.parse(spec.source).body if isinstance(n, ast.FunctionDef)]:
+            measured = {ast.unparse(c.args[0]) for c in ast.walk(fn) if isinstance(c, ast.Call)
+                        and ast.unparse(c.func) == "wp.length"}
+            normalised = {ast.unparse(c.args[0]) for c in ast.walk(fn) if isinstance(c, ast.Call)
+                          and ast.unparse(c.func) == "wp.normalize"}
+            assert not measured & normalised, (measured & normalised, spec.source)
+            for loop in [n for n in ast.walk(fn) if isinstance(n, ast.While)]:
+                counted = {t.target.id for t in ast.walk(loop) if isinstance(t, ast.AugAssign)
+                           and isinstance(t.target, ast.Name)}
+                tested = {n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name)}
+                assert not counted & tested, ("a while loop over a counter", spec.source)
+
+
+def test_sph_density_matches_numpy():
+    """The hash-grid SPH density (poly6 with its normalisation passed in) equals the all-pairs sum
+    over neighbours closer than h, computed in NumPy."""
+    spec = _find_built("sph", lambda s: "rho *=" in s and "masses[" not in s and "particle_mass[" not in s)
+    args = spec.metadata["launch"]["args"]
+    n = spec.metadata["launch"]["dim"][0]
+    rng = np.random.default_rng(8)
+    x = rng.uniform(-1.0, 1.0, (n, 3)).astype(np.float32)
+    h, mass, coeff = 0.45, 1.3, 315.0 / (64.0 * np.pi * 0.45 ** 9)
+    grid = wp.HashGrid(16, 16, 16, device="cpu")
+    points = wp.array(x, dtype=wp.vec3, device="cpu")
+    grid.build(points, 0.6)
+    scalars = {"smoothing_length": h, "kernel_radius": h, "h": h, "particle_mass": mass, "mass": mass,
+               "poly6_coeff": coeff, "density_normalization": coeff}
+
+    def fill(arg):
+        if arg["kind"] == "handle":
+            return grid.id
+        if arg["dtype"] == "vec3f" and arg["role"] == "in":
+            return x
+        if arg["name"] in scalars:
+            return np.float32(scalars[arg["name"]])
+        return None
+
+    handle = wb.define([spec.source], "test_patterns_sph_density")
+    handle.module.options["enable_backward"] = False
+    try:
+        got = _launch(spec, handle.namespace, _inputs(spec, rng, fill))
+    finally:
+        handle.release()
+    out = next(a["name"] for a in args if a["name"] in ("particle_rho", "densities"))
+    r2 = ((x[:, None, :].astype(np.float64) - x[None, :, :]) ** 2).sum(-1)
+    expected = mass * coeff * (np.clip(h * h - r2, 0.0, None) ** 3).sum(axis=1)
+    np.testing.assert_allclose(got[out], expected, rtol=1e-4, err_msg=spec.source)
