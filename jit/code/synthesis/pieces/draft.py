@@ -8,7 +8,10 @@ returns an object the generator reads like a ``KernelBuilder`` (``source()``, ``
 ``dims``, ``meta``...), whose ``meta["record"]["purpose"]`` says what the kernel is for.
 
 Every input is described by its shape and a safe value range, so the kernel runs on random
-input; what it leaves out: choosing a job and its pieces (``categories.composed_*``).
+input. The finished kernel reads as a person writes one: parameters run inputs, values, outputs;
+one value takes a singular name and none is named as a helper, struct or Python builtin; a per-item
+input is read once into a local, and a vector built from a magnitude (gravity) is built once. What
+it leaves out: choosing a job and its pieces (``categories.composed_*``).
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, W
 from jit.code.synthesis.types import WType
 
 SKIP = "__skip_writes__"  # a placeholder line where a skipped item's writes go
-DOC_WIDTH = 96
+DOC_WIDTH = 96  # docstring text columns (black leaves docstrings as written)
 OWNERS = ("particle_", "body_", "element_", "spring_")  # prefixes of per-item arrays in Warp's own code
 PYTHON_BUILTINS = {n for n in dir(builtins) if n.islower() and not n.startswith("_")}
-TIME_STEPS = ("dt", "delta_time", "time_step", "substep_dt", "sub_dt")  # docstring text columns (black leaves docstrings as written)
+TIME_STEPS = ("dt", "delta_time", "time_step", "substep_dt", "sub_dt")  # the last of the values, as Warp orders them
 
 
 @dataclass(slots=True)
