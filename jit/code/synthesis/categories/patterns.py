@@ -517,7 +517,7 @@ def spring_forces(rng, name, suffix, complexity):
         return _distance_constraint(p, x, i, j, pshape)
     p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]")
     rest = per_spring(p, "rest_lengths" if rng.random() < 0.5 else "spring_rest_length", "rest_length", 0.1, 1.0)
-    ke = per_spring(p, "stiffness" if rng.random() < 0.5 else "spring_stiffness", "ke", 10.0, 100.0)
+    ke = per_spring(p, "spring_stiffness", "ke", 10.0, 100.0)
     damped = p.chance(0.6)
     helper = p.chance(0.35)
     eps = fl.lit(1.0e-6)
@@ -532,7 +532,7 @@ def spring_forces(rng, name, suffix, complexity):
         p.add(f"f = {force}(xi, xj, {rest}, {ke})")
         if damped:
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
-            kd = per_spring(p, "damping", "kd", 0.0, 1.0)
+            kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             p.add(f"dv = {v}[{j}] - {v}[{i}]", f"f = f + dv * {kd}")
             p.note("damps the relative velocity of the two ends")
     else:
@@ -546,7 +546,7 @@ def spring_forces(rng, name, suffix, complexity):
         p.add(f"c = l - {rest}")
         if damped:
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
-            kd = per_spring(p, "damping", "kd", 0.0, 1.0)
+            kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             if p.coin():
                 p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
             else:

@@ -1,12 +1,13 @@
 """Pattern families that query runtime objects: hash-grid neighbours, meshes and BVHs.
 
-Discrete-element contacts, neighbour averages, boids and neighbour counts over
-``wp.hash_grid_query`` (every candidate the query returns is tested against the radius; SPH
-is in ``patterns_fluids``);
-particle-mesh collision with ``wp.mesh_query_point*``; ray casting a mesh with
-``wp.mesh_query_ray``; counting overlaps with ``wp.bvh_query_aabb``. The kernels take
-``wp.uint64`` ids, so they build for every device but need the objects to run: their metadata
-says so (``needs_runtime_objects`` with the reason). What it leaves out: volumes and textures.
+Discrete-element contacts, neighbour averages, boids, heat conduction and neighbour counts over
+``wp.hash_grid_query`` (every candidate the query returns is tested against the radius; SPH is
+in ``patterns_fluids``); particle-mesh collision and distances with ``wp.mesh_query_point*``;
+ray casting a mesh with ``wp.mesh_query_ray``; counting overlaps with ``wp.bvh_query_aabb`` and
+``wp.bvh_query_ray``. The kernels take ``wp.uint64`` ids; each id carries the recipe the launch
+builds its object from (``checks.objects``: a hash grid over the kernel's own points, a sphere
+mesh of radius 1, a lattice of boxes), so the kernels run and replay. What it leaves out:
+volumes and textures.
 """
 
 from __future__ import annotations

@@ -190,7 +190,7 @@ def _damped_least_squares(p: Pattern):
     """dq = J^T (J J^T + lambda I)^-1 e, as inverse kinematics does per effector."""
     rng, fl = p.rng, p.fl
     jac = p.array(rng.choice(("jacobians", "effector_jacobians")), fl.mat, lo=-1.0, hi=1.0)
-    err = p.array(rng.choice(("errors", "targets_error", "residuals")), fl.vec)
+    err = p.array(rng.choice(("errors", "effector_errors", "residuals")), fl.vec)
     lam = p.scalar(rng.choice(("damping", "lambda_reg")), lo=0.1, hi=1.0)
     p.guard("tid", jac, ("num_effectors", p.kb.dims[0]))
     p.add(f"J = {jac}[tid]")
