@@ -215,6 +215,8 @@ class Draft:
             sub = self.w.sub(set(p.needs) | {"wp"})
             sub.owned |= set(p.needs)  # a helper updates its arguments rather than copying them
             (give, result), = p(sub, **{k: k for k in p.needs}).items()
+            if sum(not line.strip().startswith("#") for line in sub.lines) < 2:  # one line: not worth a function
+                return p(self.w, **args)
             self.results[fname] = result
             sig = ", ".join(f"{k}: {self.style.type(role.kind)}" for k, role in p.needs.items())
             doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if self.rng.random() < 0.5 else []
@@ -223,8 +225,8 @@ class Draft:
         (give, role), = p.gives.items()
         call = f"{fname}({', '.join(args[k] for k in p.needs)})"
         state = next((args[k] for k, r in p.needs.items() if r == role and self.w.mutable(args[k])), None)
-        if state is not None and self.w.in_place:  # a new value of a state the kernel holds: ``v = damp(v, ...)``
-            return {give: self.w.update(state, call)}
+        if state is not None and self.w.in_place and self.results[fname] in p.needs:
+            return {give: self.w.update(state, call)}  # the helper updates a state: ``v = damp(v, ...)``
         return {give: self.w.let((self.results[fname], *_local_names(role)), call)}
 
     # ----- the finished kernel
