@@ -68,7 +68,7 @@ def _covariance(p: Pattern):
         term = f"{outer} * {wts}[tid, m]"
     else:
         term = outer
-    count = p.pick(str(k), f"{nbr}.shape[1]")
+    count = f"{nbr}.shape[1]"  # the neighbour count from the data, not a literal that must match it
     p.add(f"for m in range({count}):")
     if padded:
         p.add(f"j = {nbr}[tid, m]", "if j < 0:", f"{INDENT}continue", f"d = {x}[j] - c",
@@ -190,22 +190,34 @@ def _damped_least_squares(p: Pattern):
     """dq = J^T (J J^T + lambda I)^-1 e, as inverse kinematics does per effector."""
     rng, fl = p.rng, p.fl
     jac = p.array(rng.choice(("jacobians", "effector_jacobians")), fl.mat, lo=-1.0, hi=1.0)
-    err = p.array(rng.choice(("errors", "effector_errors", "residuals")), fl.vec)
+    from_targets = p.coin(0.4)  # the error from where each effector is and where it should be
+    if from_targets:
+        targets = p.array(rng.choice(("targets", "target_positions")), fl.vec)
+        where = p.array(rng.choice(("effector_positions", "effector_x")), fl.vec)
+    else:
+        err = p.array(rng.choice(("errors", "effector_errors", "residuals")), fl.vec)
     lam = p.scalar(rng.choice(("damping", "lambda_reg")), lo=0.1, hi=1.0)
     p.guard("tid", jac, ("num_effectors", p.kb.dims[0]))
     p.add(f"J = {jac}[tid]")
+    if from_targets:
+        p.add(f"e = {targets}[tid] - {where}[tid]")
+        err_at = "e"
+    else:
+        err_at = f"{err}[tid]"
     transpose = p.coin(0.25)
     if transpose:  # the Jacobian-transpose method: no solve, a gradient step
-        p.add(f"e = {err}[tid]", "dq = wp.transpose(J) * e")
+        if not from_targets:
+            p.add(f"e = {err_at}")
+        p.add("dq = wp.transpose(J) * e")
         if p.coin():  # the step length that minimises |e - J dq| along dq
             p.add("Jdq = J * dq", f"dq = dq * (wp.dot(e, Jdq) / wp.max(wp.dot(Jdq, Jdq), {fl.lit(1.0e-8)}))")
             p.note("scales the step to minimise the remaining error")
     elif p.coin():
         p.add("Jt = wp.transpose(J)", f"JJt = J * Jt + {identity(fl)} * ({lam} * {lam})",
-              f"dq = Jt * (wp.inverse(JJt) * {err}[tid])")
+              f"dq = Jt * (wp.inverse(JJt) * {err_at})")
     else:
         p.add(f"JJt = J * wp.transpose(J) + {identity(fl)} * ({lam} * {lam})",
-              f"dq = wp.transpose(J) * (wp.inverse(JJt) * {err}[tid])")
+              f"dq = wp.transpose(J) * (wp.inverse(JJt) * {err_at})")
     if p.chance(0.4):
         step = p.scalar(rng.choice(("step_size", "alpha")), lo=0.1, hi=1.0)
         p.add(f"dq = dq * {step}")
@@ -213,13 +225,19 @@ def _damped_least_squares(p: Pattern):
         max_step = p.scalar(rng.choice(("max_step", "step_limit")), lo=0.1, hi=1.0)
         p.add(f"n = {p.length('dq')}", f"if n > {max_step}:", f"{INDENT}dq = dq * ({max_step} / n)")
         p.note(f"limits the step length to {max_step}")
-    if p.coin(0.6):
-        q = p.array(rng.choice(("joint_q", "q")), fl.vec, "inout")
-        p.add(f"{q}[tid] = {q}[tid] + dq")
+    in_place = p.coin(0.6)
+    q = p.array(rng.choice(("joint_q", "q")), fl.vec, "inout" if in_place else "in")
+    q_new = f"{q}[tid] + dq"
+    if p.chance(0.3):  # joint limits, the same for every coordinate
+        lower = p.scalar(rng.choice(("q_min", "joint_lower")), lo=-3.0, hi=-1.0)
+        upper = p.scalar({"q_min": "q_max", "joint_lower": "joint_upper"}[lower], lo=1.0, hi=3.0)
+        q_new = f"wp.min(wp.max({q_new}, {fl.v}({lower})), {fl.v}({upper}))"
+        p.note(f"keeps the joint coordinates within [{lower}, {upper}]")
+    if in_place:
+        p.add(f"{q}[tid] = {q_new}")
     else:
-        q = p.array(rng.choice(("joint_q", "q")), fl.vec)
         q_out = p.array(rng.choice(("joint_q_out", "q_next")), fl.vec, "out")
-        p.add(f"{q_out}[tid] = {q}[tid] + dq")
+        p.add(f"{q_out}[tid] = {q_new}")
     method = "the Jacobian transpose" if transpose else "damped least squares, J^T (J J^T + lambda^2 I)^-1 e"
     return p.finish(rng.choice(("ik_step", "damped_least_squares", "solve_ik")), p.kb.dims,
                     purpose=f"Take one inverse-kinematics step per effector by {method}")
@@ -230,20 +248,29 @@ def _ell_matvec(p: Pattern):
     rng, fl = p.rng, p.fl
     n, k = p.kb.dims[0], rng.randint(2, 7)
     padded = p.coin(0.4)  # unused slots hold column -1
-    cols = p.array(rng.choice(("columns", "col_indices")), T.INT32, lo=-1 if padded else 0, hi=n - 1, shape=(n, k))
-    vals = p.array(rng.choice(("values", "coefficients")), fl.scalar, shape=(n, k))
+    flat = p.coin(0.4)  # slots stored row after row in 1-D arrays, with the slot count passed in
+    shape = (n * k,) if flat else (n, k)
+    cols = p.array(rng.choice(("columns", "col_indices")), T.INT32, lo=-1 if padded else 0, hi=n - 1, shape=shape)
+    vals = p.array(rng.choice(("values", "coefficients")), fl.scalar, shape=shape)
     x = p.array("x", fl.scalar)
     p.guard("tid", x, ("num_rows", n))
-    slots = p.pick(str(k), f"{cols}.shape[1]")
-    p.add(f"s = {fl.lit(0.0) if fl.f64 else 'float(0.0)'}", f"for m in range({slots}):")
+    zero = fl.lit(0.0) if fl.f64 else "float(0.0)"
+    if flat:
+        slots = p.count(rng.choice(("slots_per_row", "row_width")), k)
+        p.add(f"s = {zero}", f"row_start = tid * {slots}", f"for m in range({slots}):", f"{INDENT}slot = row_start + m")
+        at = "slot"
+    else:
+        slots = f"{cols}.shape[1]"  # the slot count from the data
+        p.add(f"s = {zero}", f"for m in range({slots}):")
+        at = "tid, m"
     if padded:
         p.note("skips slots whose column is -1")
         if p.coin():
-            p.add(f"c = {cols}[tid, m]", "if c < 0:", f"{INDENT}continue", f"s += {vals}[tid, m] * {x}[c]", indent=1)
+            p.add(f"c = {cols}[{at}]", "if c < 0:", f"{INDENT}continue", f"s += {vals}[{at}] * {x}[c]", indent=1)
         else:
-            p.add(f"c = {cols}[tid, m]", "if c >= 0:", f"{INDENT}s += {vals}[tid, m] * {x}[c]", indent=1)
+            p.add(f"c = {cols}[{at}]", "if c >= 0:", f"{INDENT}s += {vals}[{at}] * {x}[c]", indent=1)
     else:
-        p.add(f"s += {vals}[tid, m] * {x}[{cols}[tid, m]]", indent=1)
+        p.add(f"s += {vals}[{at}] * {x}[{cols}[{at}]]", indent=1)
     kind = p.pick("plain", "residual", "jacobi")
     y = p.array(rng.choice({"plain": ("y", "Ax", "result"), "residual": ("r", "residual"),
                             "jacobi": ("x_new", "x_next")}[kind]), fl.scalar, "out")
@@ -486,8 +513,10 @@ def _relative_transform(p: Pattern):
         p.add(f"e = wp.transform_get_translation(X_pc) - {target}[tid]", f"{err}[tid] = e")
         norm = p.array(rng.choice(("error_norm", "violation")), T.FLOAT32, "out")
         p.add(f"{norm}[tid] = {p.length('e')}")
+        translation = "its translation's error against a target offset, and the error's length"
     else:
         p.add(f"{err}[tid] = wp.transform_get_translation(X_pc)")
+        translation = "its translation"
     kind = p.pick(None, "axis_angle", "quat", "acos", "prismatic")
     if kind == "acos":  # the rotation angle alone, from the scalar part of the quaternion
         ang = p.array(rng.choice(("joint_angle", "rot_angle")), T.FLOAT32, "out")
@@ -508,7 +537,7 @@ def _relative_transform(p: Pattern):
     if rooted:
         p.note("treats parent -1 as the world")
     return p.finish(rng.choice(("joint_errors", "relative_transforms", "eval_joints")), p.kb.dims,
-                    purpose=f"Compute each joint's child frame relative to its parent: the translation{measure}",
+                    purpose=f"Compute each joint's child frame relative to its parent: {translation}{measure}",
                     differentiable=False)
 
 
