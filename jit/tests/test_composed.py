@@ -113,6 +113,10 @@ def _straight_line(k: ast.FunctionDef) -> ast.FunctionDef:
     return k
 
 
+REUSABLE = {f"wp.{f}" for f in ("dot", "length", "length_sq", "cross", "normalize", "trace", "identity", "transpose",
+                                  "determinant", "inverse", "outer")}
+
+
 def slips(source: str) -> list[str]:
     """What a reviewer of Warp code flags, found in the text: see ``test_no_reviewer_slips``."""
     tree = ast.parse(source)
@@ -149,6 +153,9 @@ def slips(source: str) -> list[str]:
             seen[ast.unparse(n)] += 1
         if isinstance(n, ast.BinOp) and all(isinstance(s, (ast.Name, ast.Subscript)) for s in (n.left, n.right)):
             seen[ast.unparse(n)] += 1
+        if isinstance(n, ast.Call) and ast.unparse(n.func) in REUSABLE and \
+                all(isinstance(a, (ast.Name, ast.Subscript, ast.Constant)) for a in n.args):
+            seen[ast.unparse(n)] += 1
     found += [f"computed {c} times: {e}" for e, c in seen.items() if c > 1]
     return found
 
@@ -169,10 +176,12 @@ def k_00000000(out: wp.array(dtype=wp.vec3), x: wp.array(dtype=wp.vec3), masses:
     m = masses
     dir = wp.vec3(0.0, g, 0.0) + wp.vec3(0.0, g, 0.0)
     out[tid] = damp_00000000(x[tid] - x[tid - 1], damp) * m + (x[tid] - x[tid - 1]) + dir
+    out[tid] = out[tid] * wp.length(dir) / wp.length(dir)
 '''
     found = " | ".join(slips(bad))
     for kind in ("alias m = masses", "damp named as a helper", "dir hides a builtin", "one value named as many: masses",
-                 "not ordered", "computed 2 times: wp.vec3(0.0, g, 0.0)", "computed 2 times: x[tid]"):
+                 "not ordered", "computed 2 times: wp.vec3(0.0, g, 0.0)", "computed 2 times: x[tid]",
+                 "computed 2 times: wp.length(dir)"):
         assert kind in found, (kind, found)
 
 

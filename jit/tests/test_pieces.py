@@ -317,9 +317,10 @@ def check_projection(i, o):
 
 
 def contact_pair_inputs(rng, n):
-    v_i, v_j = rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, (n, 3))
-    return {"n": unit_vectors(rng, n, 3), "length": rng.uniform(0, 0.5, n), "reach": rng.uniform(0.1, 0.4, n),
-            "v_i": v_i, "v_j": v_j, "v_rel": v_j - v_i, "kd": rng.uniform(0, 10, n), "kt": rng.uniform(0, 5, n)}
+    v_i, v_j, normal = rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, (n, 3)), unit_vectors(rng, n, 3)
+    return {"n": normal, "length": rng.uniform(0, 0.5, n), "reach": rng.uniform(0.1, 0.4, n), "v_i": v_i,
+            "v_j": v_j, "v_rel": v_j - v_i, "vn": dot(v_j - v_i, normal), "kd": rng.uniform(0, 10, n),
+            "kt": rng.uniform(0, 5, n)}
 
 
 def check_contact_damping(i, o):

@@ -175,6 +175,12 @@ def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str,
     return d, its, n_particles, i, j, masked
 
 
+def relative_motion(d: Draft, v_j: str, v_i: str, n: str) -> dict[str, str]:
+    """The pair's relative velocity and its normal part, once for the contact terms that share them."""
+    v_rel = d.w.let(("v_rel", "dv"), f"{v_j} - {v_i}")
+    return {"v_rel": v_rel, "vn": d.w.let(("vn", "v_normal"), f"wp.dot({v_rel}, {n})")}
+
+
 MAX_STRAIN = Role("breaking strain", "scalar", 0.1, 0.5, ("max_strain", "break_strain", "tear_threshold"))
 
 
@@ -253,9 +259,9 @@ def particle_contacts(rng, name, suffix, complexity):
     extra = pick_weighted(rng, ["contact_damping_force", "contact_friction_force"], rng.choice((0, 0, 1, 2)))
     if extra:
         v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
-        v_rel = w.let(("v_rel", "dv"), f"{v}[{j}] - {v}[{i}]")
+        rel = relative_motion(d, f"{v}[{j}]", f"{v}[{i}]", geo["n"])
         for piece_name in extra:
-            terms.append(d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_rel=v_rel)["f"])
+            terms.append(d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, **rel)["f"])
     f = total(d, terms, ("f", "force", "f_contact_total"))
     forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=pshape)
     scatter_pair(d, forces, i, j, f)
@@ -479,9 +485,9 @@ def granular_contacts(rng, name, suffix, complexity):
         if radii:
             reach = w.let(("reach", "contact_dist"), f"{ri} + {radii}[{j}]")
         w.add(f"{f} += {d.use('contact_penalty_force', n=geo['n'], length=geo['length'], reach=reach)['f']}")
-        v_rel = w.let(("v_rel", "dv"), f"{v}[{j}] - {vi}") if extra else ""
+        rel = relative_motion(d, f"{v}[{j}]", vi, geo["n"]) if extra else {}
         for piece_name in extra:
-            term = d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, v_rel=v_rel)["f"]
+            term = d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, **rel)["f"]
             w.add(f"{f} += {term}")
     w.depth -= 1
     what = join([says("contact_penalty_force"), *(says(e) for e in extra)])

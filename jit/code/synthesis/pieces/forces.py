@@ -19,6 +19,7 @@ from jit.code.synthesis.pieces.roles import (ANCHOR, ANCHOR_STIFFNESS, BUOYANCY,
 EDGE_LENGTH = Role("edge length", "scalar", 0.1, 1.0)  # derived: never a kernel input
 STRETCH = Role("stretch", "scalar")  # derived: length minus rest length
 RELATIVE_VELOCITY = Role("relative velocity", "vec")  # derived: v_j - v_i
+NORMAL_SPEED = Role("normal relative speed", "scalar")  # derived: dot(v_j - v_i, n), negative when closing
 DIRECTION = Role("edge direction", "vec")
 STRAIN = Role("strain", "scalar")
 CONTACT_DISTANCE = Role("contact distance", "scalar", 0.1, 0.4, ("contact_distance", "collision_distance"))
@@ -164,10 +165,9 @@ def tension_only_force(w: Writer, n, stretch, k):
 
 
 @piece("contact_damping_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
-                                       "v_rel": RELATIVE_VELOCITY, "kd": CONTACT_DAMPING},
+                                       "vn": NORMAL_SPEED, "kd": CONTACT_DAMPING},
        gives={"f": FORCE}, says="damping of approaching contacts")
-def contact_damping_force(w: Writer, n, length, reach, v_rel, kd):
-    vn = w.let(("vn", "approach"), f"wp.dot({v_rel}, {n})")
+def contact_damping_force(w: Writer, n, length, reach, vn, kd):
     w.comment("only touching pairs that move closer (vn < 0) are damped, pushing i away from j")
     active = f"{length} < {reach}"
     return {"f": w.let(("f_damp", "f_damping"), f"wp.where({active}, {n} * ({kd} * wp.min({vn}, {w.lit(0.0)})), "
@@ -175,10 +175,11 @@ def contact_damping_force(w: Writer, n, length, reach, v_rel, kd):
 
 
 @piece("contact_friction_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
-                                        "v_rel": RELATIVE_VELOCITY, "kt": CONTACT_FRICTION},
+                                        "v_rel": RELATIVE_VELOCITY, "vn": NORMAL_SPEED, "kt": CONTACT_FRICTION},
        gives={"f": FORCE}, says="viscous friction between touching particles")
-def contact_friction_force(w: Writer, n, length, reach, v_rel, kt):
-    v_t = w.let(("v_t", "slip"), f"{v_rel} - {n} * wp.dot({v_rel}, {n})")
+def contact_friction_force(w: Writer, n, length, reach, v_rel, vn, kt):
+    w.comment("the relative velocity less its normal part")
+    v_t = w.let(("v_t", "slip"), f"{v_rel} - {n} * {vn}")
     return {"f": w.let(("f_friction", "f_t"), f"wp.where({length} < {reach}, {v_t} * {kt}, {w.style.zero()})")}
 
 

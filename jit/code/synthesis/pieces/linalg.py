@@ -54,11 +54,10 @@ def polar_rotation(w: Writer, F):
     mat, vec = w.style.type("mat33"), w.style.type("vec3")
     U, sigma, V = (w.let(n, f"{t}()") for n, t in (("U", mat), ("sigma", vec), ("V", mat)))
     w.add(f"wp.svd3({F}, {U}, {sigma}, {V})")
-    w.comment("flip the smallest singular direction if U V^T would be a reflection")
-    R = w.let(("R", "rot"), f"{U} * wp.transpose({V})")
-    flip = w.let(("flip", "sign"), f"wp.sign(wp.determinant({R}))")
+    w.comment("det(U V^T) = det(U) det(V): flip the smallest singular direction if U V^T would be a reflection")
+    flip = w.let(("flip", "sign"), f"wp.sign(wp.determinant({U}) * wp.determinant({V}))")
     one = w.lit(1.0)
-    return {"R": w.rebind(R, f"{U} * wp.diag({vec}({one}, {one}, {flip})) * wp.transpose({V})")}
+    return {"R": w.let(("R", "rot"), f"{U} * wp.diag({vec}({one}, {one}, {flip})) * wp.transpose({V})")}
 
 
 @piece("shape_matching_goal", needs={"R": ROTATION, "q": REST_OFFSET, "c": CLUSTER_CENTER, "x": POINT3,
