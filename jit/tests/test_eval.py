@@ -216,6 +216,9 @@ def test_retrieval_maps_names_to_the_benchmark_kernel(built):
                  .replace("out", "result"))
     got = baselines.retrieval({record["id"]: record}, "cuda2py", [train])[record["id"]][0]
     assert got == record["python_source"]
+    cpp = "struct wp_args_mix_0123abcd {};\nvoid mix_0123abcd_cpu_kernel_forward() { var_result = adj_result; }"
+    assert baselines.map_names(cpp, train, record) == \
+        "struct wp_args_blend_fields_0123abcd {};\nvoid blend_fields_0123abcd_cpu_kernel_forward() { var_out = adj_out; }"
 
 
 @pytest.mark.cuda
@@ -224,5 +227,5 @@ def test_py2cuda_runs_and_matches_on_a_gpu(built):
     record = next(r for r in records.values() if r["kernel_name"] == "blend_fields")
     reference = baselines.oracle({record["id"]: record}, "py2cuda")[record["id"]][0]
     inputs, stored, _ = score.reference_io(record, 5)
-    got = running.launch_cuda(record, reference, reference, inputs[:1])
+    got = running.launch_cuda(record, reference, inputs[:1])
     assert score.first_mismatch([stored], got) is None

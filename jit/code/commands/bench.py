@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -223,8 +224,8 @@ def with_launches(records: list[dict], quiet: bool = True) -> tuple[list[dict], 
             except Exception as exc:  # noqa: BLE001  real code the inference does not read
                 skip(f"no launch: {type(exc).__name__}")
                 continue
-            if launch.reason:
-                skip(f"no launch: {launch.reason.split(' (')[0]}")
+            if launch.reason:  # counted by kind: "needs a wp.Mesh", not which parameter
+                skip("no launch: " + re.sub(r"parameter \w+ ", "parameter ", launch.reason.split(" (")[0]))
                 continue
             todo[r["id"]] = (r, unit, launch)
     for group in batches([r for r, _, _ in todo.values()], VERIFY_BATCH):

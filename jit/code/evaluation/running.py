@@ -13,8 +13,8 @@ Per task:
   with NVRTC; launched only where a GPU exists (``launch_cuda``).
 - ``py2ptx``: nothing to build here.
 
-Hash suffixes in a prediction (``scale_fb36e44b``) are mapped to those of the build at hand by
-name, since Warp derives them from build options. Every function returns plain data (outputs as
+Hash suffixes in a prediction (``scale_fb36e44b``) are replaced by those the same names have in
+the build at hand, since Warp derives them from build options. Every function returns plain data (outputs as
 NumPy arrays) or raises ``BuildError`` with the compiler's own message.
 What it leaves out: the sandbox (``sandbox``), inputs and comparison (``score``).
 """
@@ -138,7 +138,7 @@ def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], 
         with native_stderr(log):
             wp.load_module(kernel.module, device="cpu", block_dim=1)
     except Exception as exc:  # noqa: BLE001
-        raise BuildError(f"{type(exc).__name__}: {exc}\n{''.join(log)[-4000:]}".strip()) from None
+        raise BuildError(f"{type(exc).__name__}: {exc}\n{''.join(log)[:4000]}".strip()) from None
     return _launch_all(kernel, launch, inputs, grads)
 
 
@@ -174,24 +174,21 @@ def _reference_build(record: dict, device: str, backward: bool, replace_backward
     return kernel, module, build.options, source, span, ir.forward
 
 
-def rename_hashes(prediction: str, reference: str, current: str) -> str:
-    """Hash-suffixed names of ``reference`` renamed to the same names' suffixes in ``current``."""
+def rename_hashes(prediction: str, current: str) -> str:
+    """Every hash-suffixed name of ``prediction`` (``scale_fb36e44b``) given the suffix the same
+    name has in ``current``, the build at hand: a suffix says nothing a translation could know."""
     now = {}
     for m in HASHED.finditer(current):
         now.setdefault(m.group(1), m.group(0))
-    mapping = {m.group(0): now[m.group(1)] for m in HASHED.finditer(reference) if m.group(1) in now}
-    if not mapping:
-        return prediction
-    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
-    return pattern.sub(lambda m: mapping[m.group(1)], prediction)
+    return HASHED.sub(lambda m: now.get(m.group(1), m.group(0)), prediction)
 
 
-def spliced(task: str, record: dict, prediction: str, reference: str, backward: bool = False):
+def spliced(task: str, record: dict, prediction: str, backward: bool = False):
     """(kernel, module, options, source with the prediction in place of Warp's code)."""
     device, replace_backward = SPLICED[task]
     kernel, module, options, source, (start, end), forward = _reference_build(
         record, device, backward or replace_backward, replace_backward)
-    text = rename_hashes(prediction, reference, source[start:end])
+    text = rename_hashes(prediction, source[start:end])
     if task == "py2cuda-adjoint":  # the adjoint replaces helpers and backward; Warp's forward stays
         text = text.rstrip("\n") + "\n\n" + forward
     return kernel, module, options, source[:start] + text + source[end:]
@@ -203,13 +200,13 @@ def _compile(source: str, device: str, path: str, options: dict) -> None:
         with native_stderr(log):
             wb.compile_source(source, device, path, options)
     except Exception as exc:  # noqa: BLE001  the compiler's failure is the prediction's
-        raise BuildError(f"{''.join(log).strip()[-4000:] or exc}") from None
+        raise BuildError(f"{''.join(log).strip()[:4000] or exc}") from None
 
 
-def run_cpp(record: dict, prediction: str, reference: str, inputs: list[dict], grads: dict | None = None) -> list[dict]:
+def run_cpp(record: dict, prediction: str, inputs: list[dict], grads: dict | None = None) -> list[dict]:
     """Outputs of Warp's launch of the kernel whose C++ forward (and helper adjoints) is the
     prediction (py2cpp); with ``grads``, Warp's backward kernel runs on the predicted helpers."""
-    kernel, module, options, source = spliced("py2cpp", record, prediction, reference, backward=bool(grads))
+    kernel, module, options, source = spliced("py2cpp", record, prediction, backward=bool(grads))
     folder = os.path.abspath("aot")
     with native_stderr([]):
         artifacts = wp.compile_aot_module(module, "cpu", module_dir=folder)  # Warp's meta and object file
@@ -218,20 +215,20 @@ def run_cpp(record: dict, prediction: str, reference: str, inputs: list[dict], g
     return _launch_all(kernel, record["metadata"]["launch"], inputs, grads)
 
 
-def compile_cuda(task: str, record: dict, prediction: str, reference: str, arch: int = wb.DEFAULT_CUDA_ARCH) -> str:
+def compile_cuda(task: str, record: dict, prediction: str, arch: int = wb.DEFAULT_CUDA_ARCH) -> str:
     """Compile the CUDA module with the prediction in place with NVRTC; the PTX file's path."""
     if not wb.nvrtc_available():
         raise RunError("NVRTC is not available in this Warp build")
-    _, _, options, source = spliced(task, record, prediction, reference)
+    _, _, options, source = spliced(task, record, prediction)
     options = dict(options, output_arch=arch)
     path = os.path.abspath(f"module.sm{arch}.ptx")
     _compile(source, "cuda", path, options)
     return path
 
 
-def launch_cuda(record: dict, prediction: str, reference: str, inputs: list[dict]) -> list[dict]:
+def launch_cuda(record: dict, prediction: str, inputs: list[dict]) -> list[dict]:
     """py2cuda on a GPU: the spliced module compiled by NVRTC for the device, loaded and launched."""
-    kernel, module, options, source = spliced("py2cuda", record, prediction, reference)
+    kernel, module, options, source = spliced("py2cuda", record, prediction)
     device = wp.get_device("cuda:0")
     folder = os.path.abspath("aot_cuda")
     artifacts = wp.compile_aot_module(module, device, module_dir=folder, use_ptx=True)

@@ -127,15 +127,14 @@ def blind(record: dict) -> dict:
     return dict(record, io=io)
 
 
-def child_call(task: str, record: dict, prediction: str, inputs: list[dict], reference: str,
-               grads: dict | None = None):
+def child_call(task: str, record: dict, prediction: str, inputs: list[dict], grads: dict | None = None):
     """What the sandboxed child runs for one prediction."""
     code = running.unfenced(prediction)
     if task in running.PYTHON_TASKS:
         return running.run_python(code, record["kernel_name"], record["metadata"]["launch"], inputs, grads)
     if task == "py2cpp":
-        return running.run_cpp(record, code, reference, inputs, grads)
-    running.compile_cuda(task, record, code, reference)
+        return running.run_cpp(record, code, inputs, grads)
+    running.compile_cuda(task, record, code)
     return None
 
 
@@ -149,7 +148,7 @@ def score_one(task: str, record: dict, prediction: str, inputs: list[dict], want
         row["passed"] = row["renamed"]
         return row
     t0 = time.perf_counter()
-    call = functools.partial(child_call, task, blind(record), prediction, inputs, reference, grads)
+    call = functools.partial(child_call, task, blind(record), prediction, inputs, grads)
     got = sandbox.contained(call, seconds)
     row["seconds"] = round(time.perf_counter() - t0, 3)
     # a hang or a crash scores as failed, whatever it had got to
