@@ -175,8 +175,8 @@ def k_00000000(out: wp.array(dtype=wp.vec3), x: wp.array(dtype=wp.vec3), masses:
     tid = wp.tid()
     m = masses
     dir = wp.vec3(0.0, g, 0.0) + wp.vec3(0.0, g, 0.0)
-    out[tid] = damp_00000000(x[tid] - x[tid - 1], damp) * m + (x[tid] - x[tid - 1]) + dir
-    out[tid] = out[tid] * wp.length(dir) / wp.length(dir)
+    s = wp.length(dir) / wp.length(dir)
+    out[tid] = damp_00000000(x[tid] - x[tid - 1], damp) * m + (x[tid] - x[tid - 1]) + dir * s
 '''
     found = " | ".join(slips(bad))
     for kind in ("alias m = masses", "damp named as a helper", "dir hides a builtin", "one value named as many: masses",
