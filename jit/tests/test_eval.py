@@ -229,3 +229,10 @@ def test_py2cuda_runs_and_matches_on_a_gpu(built):
     inputs, stored, _ = score.reference_io(record, 5)
     got = running.launch_cuda(record, reference, inputs[:1])
     assert score.first_mismatch([stored], got) is None
+
+
+def test_a_predictions_hash_suffixes_take_the_builds():
+    current = "struct wp_args_s_fb36e44b; void s_fb36e44b_cpu_kernel_forward(P_0f49e99a p);"
+    predicted = "struct wp_args_s_11111111; void s_11111111_cpu_kernel_forward(P_22222222 p); helper_0(var_12);"
+    assert running.rename_hashes(predicted, current) == \
+        "struct wp_args_s_fb36e44b; void s_fb36e44b_cpu_kernel_forward(P_0f49e99a p); helper_0(var_12);"

@@ -47,7 +47,7 @@ def map_names(text: str, source: dict, target: dict) -> str:
     if mine is None or theirs is None:
         return text
     # Warp's names for the kernel: scale_fb36e44b_cpu_kernel_forward, wp_args_scale_fb36e44b
-    text = re.sub(rf"\b(wp_args_)?{re.escape(mine[0])}(_[0-9a-f]{{8}})\b", rf"\g<1>{theirs[0]}\2", text)
+    text = re.sub(rf"\b(wp_args_)?{re.escape(mine[0])}(_[0-9a-f]{{8}})(?![0-9A-Za-z])", rf"\g<1>{theirs[0]}\2", text)
     mapping = {mine[0]: theirs[0]}
     mapping.update(zip(mine[1], theirs[1]))
     mapping.update({f"var_{a}": f"var_{b}" for a, b in zip(mine[1], theirs[1])})

@@ -40,7 +40,7 @@ PYTHON_TASKS = ("cuda2py", "purpose2py")
 # task -> (device, does the prediction hold the backward kernel); py2cpp's module keeps Warp's
 # backward kernel, which calls the predicted helper adjoints when gradients are checked
 SPLICED = {"py2cpp": ("cpu", False), "py2cuda": ("cuda", False), "py2cuda-adjoint": ("cuda", True)}
-HASHED = re.compile(r"\b([A-Za-z_]\w*?)_([0-9a-f]{8})\b")
+HASHED = re.compile(r"\b([A-Za-z_]\w*?)_([0-9a-f]{8})(?![0-9A-Za-z])")  # scale_fb36e44b(_cpu_kernel_forward)
 FENCE = re.compile(r"^\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*$", re.DOTALL)
 _names = itertools.count()
 
