@@ -310,6 +310,9 @@ class Pattern:
         kb.dims, kb.ndim = list(dims), len(dims)
         kb.tids = tids or (["tid"] if len(dims) == 1 else ["i", "j", "k"][: len(dims)])
         kb.body = [Line("\n".join(self.lines))]
+        names = [q.name for q in kb.params]
+        if len(set(names)) < len(names):  # two parameters of one name: a bug in the pattern
+            raise ValueError(f"{kb.name}: parameter names repeat: {sorted(n for n in names if names.count(n) > 1)}")
         clash = assigned_names(self.lines) & {q.name for q in kb.params}
         if clash:  # a local shadowing a parameter: a bug in the pattern, not a random event
             raise ValueError(f"{kb.name}: locals {sorted(clash)} shadow parameters")

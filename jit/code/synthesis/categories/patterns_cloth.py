@@ -31,14 +31,15 @@ def cloth(rng, name, suffix, complexity):
     names = element_indices(p, 3, n_vertices)
     # the edge vectors each corner's area gradient crosses with the normal
     opposite = ["x2 - x1", "x0 - x2", "x1 - x0"]
-    if kind == "normals" or p.coin():
+    weights = p.pick("area", "unit", "angle") if kind == "normals" else None
+    if weights == "angle" or p.coin():
         p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)), "n = wp.cross(x1 - x0, x2 - x0)")
     else:  # edges first, as the derivation writes them
         p.add(f"x0 = {x}[{names[0]}]", f"e1 = {x}[{names[1]}] - x0", f"e2 = {x}[{names[2]}] - x0",
               "n = wp.cross(e1, e2)")
         opposite = ["e2 - e1", "-e2", "e1"]
     if kind == "normals":
-        return _vertex_normals(p, names, n_vertices)
+        return _vertex_normals(p, names, n_vertices, weights)
     p.add(f"area = 0.5 * {p.length('n')}")
     if kind == "aero":
         _unit_normal(p)
@@ -85,26 +86,34 @@ def _area(p: Pattern, names: list[str], opposite: list[str], n_vertices: int):
                             f"quadratic in the {change}")
 
 
-def _vertex_normals(p: Pattern, names: list[str], n_vertices: int):
+def _vertex_normals(p: Pattern, names: list[str], n_vertices: int, weights: str):
     """Area-weighted, unit or angle-weighted face normals scattered to vertices, normalised by a later pass."""
     rng = p.rng
     normals = p.array(rng.choice(("vertex_normals", "normals")), T.VEC3F, "out", shape=(n_vertices,))
-    weights = p.pick("area", "unit", "angle")
+    measured = weights != "angle" and p.chance(0.3)  # each triangle's area, for mass or quadrature weights
+    if measured:
+        tri_areas = p.array(rng.choice(("tri_areas", "face_areas")), T.FLOAT32, "out")
+        p.add("n_len = wp.length(n)", f"{tri_areas}[tid] = 0.5 * n_len")
+        p.note("writes each triangle's area")
     faces = p.array(rng.choice(("face_normals", "tri_normals")), T.VEC3F, "out") if p.chance(0.3) else None
     if faces:
         p.note("writes the unit face normals too")
     # a third of the triangle's area (|n| / 2) to each corner: the lumped (mass) area
     lumped = weights != "angle" and p.chance(0.3)
+    if lumped and not measured:
+        p.add("n_len = wp.length(n)")
+        measured = True
+    if lumped:
+        p.add("a = n_len / 6.0")
+    # the length, once taken, also makes the unit normal; a degenerate triangle's unit normal then
+    # jumps, so no gradient check (wp.normalize's adjoint is zero there)
+    unit = "n / wp.max(n_len, 1.0e-8)" if measured else "wp.normalize(n)"
+    p.no_grad = measured and (weights == "unit" or faces is not None)
     if weights == "area":
-        if lumped:
-            p.add("a = wp.length(n) / 6.0")
         if faces:
-            p.add(f"{faces}[tid] = wp.normalize(n)")
+            p.add(f"{faces}[tid] = {unit}")
     elif weights == "unit":
-        if lumped:
-            p.add("n_len = wp.length(n)", "a = n_len / 6.0", "n = n / wp.max(n_len, 1.0e-8)")
-        else:
-            p.add(p.pick("n = wp.normalize(n)", "n = n / wp.max(wp.length(n), 1.0e-8)"))
+        p.add(f"n = {unit}")
         if faces:
             p.add(f"{faces}[tid] = n")
     else:  # angle-weighted normals: each corner adds the unit normal times its angle

@@ -143,7 +143,7 @@ def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str
     if counted:
         counts = p.array(rng.choice(("neighbor_count", "num_neighbors")), T.INT32, "out")
         p.add(f"{counts}[i] = neighbors")
-        p.note("counts the neighbours within h")
+        p.note("counts the particles within h, itself included")
     if p.chance(0.3):  # rho > 0: every particle counts itself
         volumes = p.array(rng.choice(("volumes", "particle_volume")), T.FLOAT32, "out")
         p.add(f"{volumes}[i] = {mass.replace('[index]', '[i]')} / rho")

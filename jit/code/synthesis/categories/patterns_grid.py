@@ -80,7 +80,7 @@ def grid_stencil(rng, name, suffix, complexity):
     if project:
         out_name = rng.choice(("velocity_out", "vel_new"))
     else:
-        out_name = {"diffusion": "out", "wave": "h_next", "jacobi": "pressure_out", "gradient": "grad",
+        out_name = {"diffusion": "out", "wave": f"{f}_next", "jacobi": "pressure_out", "gradient": "grad",
                     "divergence": "div"}[op] if rng.random() < 0.5 else f"{f}_new" if op != "gradient" else "gradient"
     out = p.array(out_name, out_type, "out", ndim=dims)
     if boundary == "skip":
@@ -115,13 +115,8 @@ def grid_stencil(rng, name, suffix, complexity):
             store(p, out, at, value, "c")
             purpose = f"Take one explicit Euler step of the diffusion equation on a {dims}-D grid"
         else:
-            prev = p.array(rng.choice(("h_prev", "previous", "u_prev")), fl.scalar, ndim=dims)
-            c2 = wave_speed_sq(p)
-            value = f"{fl.lit(2.0)} * c - {prev}[{at}] + {dt} * {dt} * {c2} * lap"
-            if p.chance(0.4):  # the velocity is (c - prev) / dt: the damping term carries one dt, not two
-                damp = p.scalar(rng.choice(("damping", "k_damp")), lo=0.0, hi=0.5)
-                value = f"{value} - {damp} * {dt} * (c - {prev}[{at}])"
-                p.note("damps the motion in proportion to its velocity")
+            prev = p.array(f"{f}_prev", fl.scalar, ndim=dims)
+            value = wave_update(p, f"{prev}[{at}]", dt)
             store(p, out, at, value, "c")
             purpose = f"Take one leapfrog step of the wave equation on a {dims}-D grid"
     elif op == "jacobi":
@@ -171,6 +166,19 @@ def grid_stencil(rng, name, suffix, complexity):
     return p.finish(rng.choice(base), p.kb.dims, purpose=purpose)
 
 
+def wave_update(p: Pattern, previous: str, dt: str) -> str:
+    """The leapfrog value 2 c - c_prev + dt^2 c^2 lap, maybe damped; the previous value read once."""
+    fl = p.fl
+    c2 = wave_speed_sq(p)
+    if not p.chance(0.4):
+        return f"{fl.lit(2.0)} * c - {previous} + {dt} * {dt} * {c2} * lap"
+    # the velocity is (c - c_prev) / dt: the damping term carries one dt, not two
+    damp = p.scalar(p.pick("damping", "k_damp"), lo=0.0, hi=0.5)
+    p.add(f"c_prev = {previous}")
+    p.note("damps the motion in proportion to its velocity")
+    return f"{fl.lit(2.0)} * c - c_prev + {dt} * {dt} * {c2} * lap - {damp} * {dt} * (c - c_prev)"
+
+
 def wave_speed_sq(p: Pattern) -> str:
     """The squared wave speed c^2 of the wave equation: a parameter of its own, or a speed squared."""
     if p.coin():
@@ -197,7 +205,7 @@ def store(p: Pattern, out: str, at: str, value: str, old: str) -> None:
     else:
         worst = p.array(p.pick("max_change", "max_delta"), p.fl.scalar, "inout", lo=0.0, hi=0.0, shape=(1,))
         p.add(f"wp.atomic_max({worst}, 0, wp.abs(new_value - {old}))")
-        p.note("tracks the largest change for a convergence test")
+        p.note("tracks the largest change of any cell")
         p.no_grad = True
 
 
@@ -206,7 +214,11 @@ def _flat_stencil(p: Pattern, op: str):
     rng, fl = p.rng, p.fl
     w, h = rng.randint(4, 12), rng.randint(4, 12)
     p.kb.dims = [w * h]
-    f = p.array(rng.choice(("hcurrent", "field", "u")), fl.scalar)
+    # the arrays of one step named alike: hcurrent / hprevious / hnext as in Warp's wave example
+    f, prev_name, next_name = rng.choice((("hcurrent", "hprevious", "hnext"), ("u", "u_prev", "u_next"),
+                                          ("h", "h_prev", "h_next"))) if op == "wave" else \
+        rng.choice((("field", None, "field_out"), ("u", None, "u_new"), ("temperature", None, "temperature_new")))
+    f = p.array(f, fl.scalar)
     width = p.scalar("width", T.INT32, lo=w, hi=w)
     height = p.scalar("height", T.INT32, lo=h, hi=h)
     if p.chance(0.3):
@@ -233,20 +245,14 @@ def {sample}(f: wp.array(dtype={fl.s}), x: int, y: int, width: int, height: int)
     inv = p.scalar(rng.choice(("inv_cell", "inv_dx")), lo=0.5, hi=2.0)
     p.add(f"lap = lap * {inv} * {inv}")
     if op == "wave":
-        prev = p.array(rng.choice(("hprevious", "h_prev")), fl.scalar)
-        c2 = wave_speed_sq(p)
-        out = p.array(rng.choice(("hnext", "h_out")), fl.scalar, "out")
-        value = f"{fl.lit(2.0)} * c - {prev}[tid] + {dt} * {dt} * {c2} * lap"
-        if p.chance(0.35):
-            damp = p.scalar(rng.choice(("damping", "k_damp")), lo=0.0, hi=0.5)
-            value = f"{value} - {damp} * {dt} * (c - {prev}[tid])"
-            p.note("damps the motion in proportion to its velocity")
-        store(p, out, "tid", value, "c")
+        prev = p.array(prev_name, fl.scalar)
+        out = p.array(next_name, fl.scalar, "out")
+        store(p, out, "tid", wave_update(p, f"{prev}[tid]", dt), "c")
         return p.finish(rng.choice(("wave_solve", "wave_step")), p.kb.dims,
                         purpose="Take one leapfrog step of the wave equation on a 2-D grid stored row by row "
                                 "in a flat array")
     kappa = p.scalar(rng.choice(("diffusivity", "kappa")), lo=0.0, hi=1.0)
-    out = p.array(rng.choice(("out", "field_out")), fl.scalar, "out")
+    out = p.array(next_name, fl.scalar, "out")
     value = f"c + {dt} * {kappa} * lap"
     if p.chance(0.3):
         src = p.array(rng.choice(("source", "heat_source")), fl.scalar)
