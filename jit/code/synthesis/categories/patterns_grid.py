@@ -1,16 +1,16 @@
-"""Pattern families on regular grids and images: stencils, advection and ray casting.
+"""Pattern families on regular grids: finite-difference stencils and advection.
 
 Finite-difference stencils (diffusion, wave, Jacobi pressure, gradient, divergence) on 2-D or
 3-D arrays or on a flat array indexed by width; semi-Lagrangian and upwind advection with a
-bilinear sampling helper; per-pixel ray casting against spheres, a ground plane and boxes.
-Boundaries are handled the ways people do (clamped lookups, early return at the border,
-periodic wrap), so every index stays in bounds. What it leaves out: particle and solid
-patterns (``patterns``, ``patterns_solid``) and sparse grids (volumes need runtime objects).
+bilinear sampling helper. Boundaries are handled the ways people do (clamped lookups, early
+return at the border, periodic wrap), so every index stays in bounds; an output a cell owns is
+written on every path, the border's included. What it leaves out: ray casting
+(``patterns_rays``), particle and solid patterns (``patterns``, ``patterns_solid``) and sparse
+grids (volumes need runtime objects).
 """
 
 from __future__ import annotations
 
-import math
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.registry import register
@@ -324,7 +324,7 @@ def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, 
         p.add(f"v = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
         p.note("traces back with the midpoint rule")
     if p.coin():
-        p.add(f"pos = wp.vec2(float(i), float(j)) - v * " + (f"({step})" if " " in step else step))
+        p.add("pos = wp.vec2(float(i), float(j)) - v * " + (f"({step})" if " " in step else step))
         return "pos[0]", "pos[1]", step
     p.add(f"x = float(i) - v[0] * {step}", f"y = float(j) - v[1] * {step}")
     return "x", "y", step
@@ -416,206 +416,3 @@ def _upwind(p: Pattern, vel: str, dt: str):
         p.note("writes the rate of change dq/dt")
     return p.finish(rng.choice(("advect_upwind", "upwind_step")), p.kb.dims,
                     purpose=f"Advect the {q} field through a velocity field by one first-order upwind step")
-
-
-# ---------------------------------------------------------------------------------------------
-# ray casting
-
-
-def sphere_hit(p: Pattern) -> str:
-    """A ``@wp.func`` ray-sphere test returning the nearest hit distance or -1, in one of its forms."""
-    name = p.name(p.rng.choice(("intersect_sphere", "ray_sphere", "hit_sphere")))
-    if p.coin():  # half-b form for a unit direction
-        body = ["oc = ro - center", "b = wp.dot(oc, rd)", "c = wp.dot(oc, oc) - radius * radius", "disc = b * b - c"]
-        root = "-b - wp.sqrt(disc)"
-    else:  # the full quadratic, direction of any length
-        body = ["oc = ro - center", "a = wp.dot(rd, rd)", "b = 2.0 * wp.dot(oc, rd)",
-                "c = wp.dot(oc, oc) - radius * radius", "disc = b * b - 4.0 * a * c"]
-        root = "(-b - wp.sqrt(disc)) / (2.0 * a)"
-    if p.coin():
-        body += ["if disc < 0.0:", f"{INDENT}return -1.0", f"return {root}"]
-    else:
-        body += [f"return wp.where(disc < 0.0, -1.0, {root.replace('wp.sqrt(disc)', 'wp.sqrt(wp.max(disc, 0.0))')})"]
-    lines = "\n".join(INDENT + b for b in body)
-    p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, center: wp.vec3, radius: float):\n{lines}\n")
-    return name
-
-
-def box_hit(p: Pattern) -> str:
-    """A ``@wp.func`` slab test against an axis-aligned box, by loop over axes or per component."""
-    name = p.name(p.rng.choice(("intersect_box", "ray_aabb", "slab_test")))
-    if p.coin():  # t1 starts at the far limit the caller passes
-        body = ["t0 = float(0.0)", "t1 = t_max", "for axis in range(3):",
-                f"{INDENT}# a direction parallel to the slab gets a tiny component of its own sign",
-                f"{INDENT}d = wp.where(wp.abs(rd[axis]) > 1.0e-6, rd[axis], wp.where(rd[axis] < 0.0, -1.0e-6, 1.0e-6))",
-                f"{INDENT}ta = (lower[axis] - ro[axis]) / d", f"{INDENT}tb = (upper[axis] - ro[axis]) / d",
-                f"{INDENT}t0 = wp.max(t0, wp.min(ta, tb))", f"{INDENT}t1 = wp.min(t1, wp.max(ta, tb))"]
-    else:  # all three slabs at once with component-wise vector operations
-        body = ["# rd is unit length: a zero component divides to inf, which the min / max handle",
-                "inv = wp.cw_div(wp.vec3(1.0), rd)",
-                "ta = wp.cw_mul(lower - ro, inv)", "tb = wp.cw_mul(upper - ro, inv)",
-                "tmin = wp.min(ta, tb)", "tmax = wp.max(ta, tb)",
-                "t0 = wp.max(wp.max(tmin[0], tmin[1]), wp.max(tmin[2], 0.0))",
-                "t1 = wp.min(wp.min(wp.min(tmax[0], tmax[1]), tmax[2]), t_max)"]
-    body += ["if t0 > t1:", f"{INDENT}return -1.0", "return t0"]
-    lines = "\n".join(INDENT + b for b in body)
-    p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, lower: wp.vec3, upper: wp.vec3, t_max: float):\n{lines}\n")
-    return name
-
-
-def box_normal(p: Pattern) -> str:
-    """A ``@wp.func`` giving the outward normal of the box face a surface point lies on."""
-    name = p.name(p.rng.choice(("box_normal", "aabb_normal")))
-    p.func(f"""
-@wp.func
-def {name}(x: wp.vec3, lower: wp.vec3, upper: wp.vec3):
-    # the point relative to the centre, in units of the half extents: the face is the largest component
-    q = wp.cw_div(x - 0.5 * (lower + upper), 0.5 * (upper - lower))
-    a = wp.vec3(wp.abs(q[0]), wp.abs(q[1]), wp.abs(q[2]))
-    if a[0] >= a[1] and a[0] >= a[2]:
-        return wp.vec3(wp.sign(q[0]), 0.0, 0.0)
-    if a[1] >= a[2]:
-        return wp.vec3(0.0, wp.sign(q[1]), 0.0)
-    return wp.vec3(0.0, 0.0, wp.sign(q[2]))
-""")
-    return name
-
-
-def unit_literal(p: Pattern, x: float, y: float, z: float) -> str:
-    """A unit vector written out as a constant (normalised here, not by every thread)."""
-    n = math.sqrt(x * x + y * y + z * z)
-    return f"wp.vec3({fmt(x / n)}, {fmt(y / n)}, {fmt(z / n)})"
-
-
-def camera_ray(p: Pattern, image: str) -> None:
-    """Lines computing ``ro`` and ``rd`` of pixel (i, j): pinhole camera, position and field of view."""
-    rng = p.rng
-    w, h = f"{image}.shape[1]", f"{image}.shape[0]"
-    if p.coin(0.3):
-        w, h = p.count("width", p.kb.dims[1]), p.count("height", p.kb.dims[0])
-    if p.coin():
-        fov = p.scalar("tan_half_fov", lo=0.3, hi=1.2)
-    else:  # the vertical field of view in radians
-        fov = p.let("scale", f"wp.tan(0.5 * {p.scalar('fov', lo=0.5, hi=1.8)})", inline=0.0)
-    if p.coin():
-        p.add(f"sx = (float(j) + 0.5) / float({w}) * 2.0 - 1.0", f"sy = (float(i) + 0.5) / float({h}) * 2.0 - 1.0")
-    else:
-        p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
-              f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
-    cam = p.pick("array", "literal", "param")
-    if cam == "array":
-        c = p.array(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5, shape=(1,))
-        p.add(f"ro = {c}[0] + wp.vec3(0.0, 0.0, 4.0)")
-    elif cam == "param":
-        dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
-        p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
-    else:
-        p.add(f"ro = wp.vec3(0.0, {fmt(rng.uniform(0.0, 1.0))}, {fmt(rng.uniform(3.0, 6.0))})")
-    p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
-
-
-def shade(p: Pattern, normal: str) -> str:
-    """Lines computing a diffuse ``shade`` from the normal; returns the colour expression."""
-    rng = p.rng
-    kind = p.pick("headlight", "directional", "directional", "two_lights")
-    if kind == "headlight":
-        p.add(f"shade = wp.max(-wp.dot({normal}, rd), 0.0)")
-    elif kind == "directional":
-        p.add(f"light = {unit_literal(p, rng.uniform(-1, 1), 1.0, rng.uniform(-1, 1))}",
-              f"shade = wp.max(wp.dot({normal}, light), 0.0)")
-    else:
-        lights = p.array(rng.choice(("light_dirs", "lights")), T.VEC3F, lo=-1.0, hi=1.0, shape=(rng.randint(1, 4),))
-        p.add("shade = float(0.0)", f"for l in range({lights}.shape[0]):",
-              f"{INDENT}shade += wp.max(wp.dot({normal}, wp.normalize({lights}[l])), 0.0)")
-    if p.chance(0.3):
-        ambient = p.scalar(rng.choice(("ambient", "ambient_light")), lo=0.0, hi=0.3)
-        p.add(f"shade = {ambient} + (1.0 - {ambient}) * shade")
-    albedo = f"wp.vec3({', '.join(fmt(rng.uniform(0.3, 1.0)) for _ in range(3))})"
-    if p.coin(0.3):
-        colors = p.array(rng.choice(("albedo", "base_color")), T.VEC3F, lo=0.0, hi=1.0, shape=(1,))
-        albedo = f"{colors}[0]"
-    value = f"{albedo} * shade"
-    if p.chance(0.25):  # gamma correction
-        value = f"{albedo} * wp.pow(shade, 1.0 / 2.2)" if p.coin() else f"{albedo} * wp.sqrt(shade)"
-    return value
-
-
-@register("ray_cast", 0.9, source="patterns")
-def ray_cast(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, flavour(rng, f64=0.0))
-    w, h = rng.randint(4, 16), rng.randint(4, 16)
-    p.kb.dims = [h, w]
-    is_depth = rng.random() < 0.35
-    if is_depth:
-        image = p.array(rng.choice(("depth", "depth_image")), T.FLOAT32, "out", ndim=2)
-    else:
-        image = p.array(rng.choice(("pixels", "image", "color")), T.VEC3F, "out", ndim=2)
-    normal = None if is_depth else "n"  # a depth image needs no normals
-    camera_ray(p, image)
-    if p.coin(0.35):
-        far = p.scalar("max_t", lo=50.0, hi=100.0)
-    else:  # a distance no hit reaches: pixels still at it saw nothing
-        far = "no_hit"
-        p.add("no_hit = float(1.0e6)")
-    p.add(f"t_min = {far}")
-    if normal:
-        p.add("n = wp.vec3(0.0)")
-    if rng.random() < 0.75:
-        hit = sphere_hit(p)
-        n_spheres = rng.randint(1, 6)
-        if p.coin(0.3):  # spheres packed as (center, radius) in a vec4
-            spheres = p.array(rng.choice(("spheres", "sphere_data")), T.VEC4F, lo=0.2, hi=0.8, shape=(n_spheres,))
-            p.add(f"for s in range({spheres}.shape[0]):", f"{INDENT}sphere = {spheres}[s]",
-                  f"{INDENT}center = wp.vec3(sphere[0], sphere[1], sphere[2])",
-                  f"{INDENT}radius = sphere[3]")
-            center, radius = "center", "radius"
-        else:
-            centers = p.array(rng.choice(("centers", "sphere_pos")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_spheres,))
-            radii = p.array(rng.choice(("radii", "sphere_radius")), T.FLOAT32, lo=0.2, hi=0.8, shape=(n_spheres,))
-            p.add(f"for s in range({centers}.shape[0]):")
-            center, radius = f"{centers}[s]", f"{radii}[s]"
-        scene = "spheres"
-        p.add(f"{INDENT}t = {hit}(ro, rd, {center}, {radius})",
-              f"{INDENT}if t > 0.0 and t < t_min:", f"{INDENT * 2}t_min = t",
-              normal and f"{INDENT * 2}n = " + p.pick(f"wp.normalize(ro + rd * t - {center})",
-                                                       f"(ro + rd * t - {center}) / {radius}"))
-    else:
-        scene = "an axis-aligned box"
-        hit = box_hit(p)
-        lower = p.array("box_lower", T.VEC3F, lo=-1.0, hi=-0.2, shape=(1,))
-        upper = p.array("box_upper", T.VEC3F, lo=0.2, hi=1.0, shape=(1,))
-        p.add(f"t = {hit}(ro, rd, {lower}[0], {upper}[0], t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
-        if normal:  # the normal of the face hit, not the direction from the centre
-            p.add(f"{INDENT}n = {box_normal(p)}(ro + rd * t, {lower}[0], {upper}[0])")
-    if p.chance(0.5):  # a ground plane below the objects
-        ground = p.scalar(rng.choice(("ground_height", "floor_y")), lo=-2.0, hi=-1.0)
-        scene += " over a ground plane"
-        p.add("if rd[1] < 0.0:", f"{INDENT}tp = ({ground} - ro[1]) / rd[1]",
-              f"{INDENT}if tp > 0.0 and tp < t_min:", f"{INDENT * 2}t_min = tp",
-              normal and f"{INDENT * 2}n = wp.vec3(0.0, 1.0, 0.0)")
-    hit_any = f"t_min < {far}"
-    if is_depth:
-        p.note("writes 0 where the ray hits nothing")
-        if p.coin():
-            p.add(f"{image}[i, j] = wp.where({hit_any}, t_min, 0.0)")
-        else:
-            p.add(f"if {hit_any}:", f"{INDENT}{image}[i, j] = t_min", "else:", f"{INDENT}{image}[i, j] = 0.0")
-    else:
-        value = shade(p, normal)
-        if p.chance(0.4):
-            sky = f"wp.vec3({fmt(rng.uniform(0.3, 0.6))}, {fmt(rng.uniform(0.5, 0.8))}, 1.0)"
-            if p.coin():
-                value = f"wp.where({hit_any}, {value}, {sky})"
-            else:  # a vertical gradient for the sky: white at the horizon, blue overhead
-                value = f"wp.where({hit_any}, {value}, wp.lerp(wp.vec3(1.0), {sky}, wp.max(rd[1], 0.0)))"
-            p.note("fills missed pixels with the sky")
-        p.add(f"{image}[i, j] = {value}")
-        if p.chance(0.25):
-            depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2)
-            p.add(f"{depth}[i, j] = t_min")
-            p.note("writes the hit distance too")
-    what = "the depth image" if is_depth else "a diffuse-shaded image"
-    # renders are discontinuous at silhouettes: no gradient check
-    return p.finish(rng.choice(("render", "raycast", "trace_rays", "draw")), p.kb.dims, ["i", "j"],
-                    purpose=f"Ray cast {what} of {scene} through a pinhole camera, one thread per pixel",
-                    differentiable=False)

@@ -1,0 +1,287 @@
+"""Pattern families of particles: symplectic Euler integration, Hookean springs and
+position-based distance constraints.
+
+Integration reads positions and velocities (in place or into new arrays), external forces
+through the inverse mass (zero for kinematic particles, which gravity leaves alone), damping,
+a speed limit and a boundary (ground, box or spherical collider). Springs and constraints read
+their two particle indices in one of the layouts people use and accumulate equal and opposite
+forces or mass-weighted corrections with atomics. See ``patterns`` for how a pattern family is
+written. What it leaves out: neighbour interactions (``patterns_fluids``, ``patterns_geometry``).
+"""
+
+from __future__ import annotations
+
+from jit.code.synthesis import types as T
+from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.stmt import INDENT, KernelBuilder
+from jit.code.synthesis.categories.patterns import Pattern, flavour, launch_size
+
+
+@register("particle_integration", 1.2, source="patterns")
+def particle_integration(rng, name, suffix, complexity):
+    fl = flavour(rng)
+    p = Pattern(rng, name, suffix, complexity, fl)
+    n = launch_size(rng)
+    in_place = rng.random() < 0.5
+    x = p.array("positions" if rng.random() < 0.5 else "particle_x", fl.vec, "inout" if in_place else "in")
+    v = p.array("velocities" if x == "positions" else "particle_v", fl.vec, "inout" if in_place else "in")
+    use_struct = rng.random() < 0.3
+    if use_struct:
+        # the launch fills every field from one range: a small step, damping rate and gravity vector
+        params = p.struct("SimParams", [("dt", fl.scalar), ("gravity", fl.vec), ("damping", fl.scalar)],
+                          "params", 0.0, 0.05)
+        dt, gravity, damping = f"{params}.dt", f"{params}.gravity", f"{params}.damping"
+    else:
+        dt = p.scalar("dt", lo=0.001, hi=0.02)
+        gravity = fl.up("y", p.scalar("gravity", lo=-9.8, hi=-1.0))
+        damping = p.scalar(rng.choice(("damping", "drag", "k_damp")), lo=0.0, hi=0.5)
+    p.guard("tid", x, ("num_particles", n), p=0.3)
+    p.add(*p.pick([f"x = {x}[tid]", f"v = {v}[tid]"], [f"v = {v}[tid]", f"x = {x}[tid]"]))
+    forced = rng.random() < 0.75
+    mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
+    # a per-particle diagnostic: the kinetic energy where the mass is known, else the speed
+    diagnostic = "energy" if mass == "mass" and p.chance(0.3) else "speed" if p.chance(0.2) else None
+    w = "w"  # the inverse mass: a local read from an array, or the scalar parameter itself
+    if mass == "inv_mass":
+        w = p.array("inv_mass" if rng.random() < 0.5 else "particle_inv_mass", fl.scalar, lo=0.0, hi=2.0)
+        p.add(f"w = {w}[tid]")
+        w = "w"
+        if in_place and diagnostic is None and p.chance(0.4):  # nothing to write for them
+            p.add(f"if w == {fl.lit(0.0)}:", f"{INDENT}return")
+            p.note("leaves kinematic particles (zero inverse mass) where they are")
+        else:  # as Warp's integrator does: gravity moves only particles with mass
+            gravity = f"{gravity} * wp.nonzero(w)"
+            p.note("keeps gravity off kinematic particles (zero inverse mass)")
+    elif mass == "mass":
+        m = p.array("masses" if rng.random() < 0.5 else "particle_mass", fl.scalar, lo=0.5, hi=2.0)
+        if diagnostic == "energy":
+            p.add(f"m = {m}[tid]", f"w = {fl.lit(1.0)} / m")
+        else:
+            p.add(f"w = {fl.lit(1.0)} / {m}[tid]")
+    elif mass == "scalar":
+        w = p.scalar("inv_mass", lo=0.5, hi=2.0)
+    if forced:
+        f = p.array(rng.choice(("forces", "particle_f", "f_ext")), fl.vec)
+        p.add(f"f = {f}[tid]")
+        if p.chance(0.35):  # linear drag on top of the external forces
+            p.add(f"f = f - {damping} * v")
+            damping = None
+            p.note("adds linear drag to the external forces")
+        p.add(f"v = v + (f * {w} + {gravity}) * {dt}" if rng.random() < 0.5 else
+              f"a = f * {w} + {gravity}\nv = v + a * {dt}")
+    else:
+        p.add(f"v = v + {gravity} * {dt}")
+    if damping is not None:
+        p.add(rng.choice((f"v = v * ({fl.lit(1.0)} - {damping} * {dt})", f"v = v * wp.exp(-{damping} * {dt})")))
+        p.note("damps the velocity")
+    if p.chance(0.3):
+        vmax = p.scalar("max_speed", lo=1.0, hi=10.0)
+        p.note("clamps the speed to max_speed")
+        if p.coin(0.7):
+            p.add(f"speed = {p.length('v')}", f"if speed > {vmax}:", f"{INDENT}v = v * ({vmax} / speed)")
+        else:  # compare squared speeds: one square root only when clamping
+            p.add("speed_sq = wp.dot(v, v)", f"if speed_sq > {vmax} * {vmax}:",
+                  f"{INDENT}v = v * ({vmax} / wp.sqrt(speed_sq))")
+    p.add("x = x + v * " + dt)
+    boundary = rng.choice(("none", "ground", "ground", "box", "sphere"))
+    if boundary == "ground":
+        restitution = p.scalar("restitution", lo=0.0, hi=1.0)
+        vx = "v[0]"
+        if p.chance(0.4):
+            vx = f"v[0] * ({fl.lit(1.0)} - {p.scalar('friction', lo=0.0, hi=1.0)})"
+        # rebuilt rather than assigned by component: Warp's adjoint of component stores in branches is unreliable
+        zero = fl.lit(0.0)
+        p.note("bounces particles off the ground plane y = 0")
+        p.add(f"if x[1] < {zero}:",
+              f"{INDENT}x = {fl.v}(x[0], {zero}{', x[2]' if fl.dim == 3 else ''})",
+              f"{INDENT}v = {fl.v}({vx}, -v[1] * {restitution}{', v[2]' if fl.dim == 3 else ''})")
+    elif boundary == "box":
+        reflect = p.name(rng.choice(("reflect", "bounce", "wall_velocity")))
+        half = p.scalar(rng.choice(("box_size", "half_extent", "bound")), lo=0.5, hi=4.0)
+        # only a velocity heading out of the box flips: one already heading back in is left alone
+        p.func(f"""
+@wp.func
+def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
+    if (x > half and v > {fl.lit(0.0)}) or (x < -half and v < {fl.lit(0.0)}):
+        return -v
+    return v
+""")
+        parts = ", ".join(f"{reflect}(x[{a}], v[{a}], {half})" for a in range(fl.dim))
+        p.add(f"v = {fl.v}({parts})", f"x = wp.min(wp.max(x, {fl.v}(-{half})), {fl.v}({half}))")
+        p.note(f"keeps particles inside the box [-{half}, {half}], reflecting the velocity at its walls")
+    elif boundary == "sphere":
+        center = p.array("collider_center", fl.vec, shape=(1,))
+        radius = p.scalar("collider_radius", lo=0.1, hi=1.0)
+        # n points out of the sphere; only the inward part of the velocity is removed
+        p.add(f"d = x - {center}[0]", "dist = wp.length(d)", f"if dist < {radius} and dist > {fl.lit(0.0)}:",
+              f"{INDENT}n = d / dist", f"{INDENT}x = {center}[0] + n * {radius}",
+              f"{INDENT}v = v - n * wp.min(wp.dot(v, n), {fl.lit(0.0)})")
+        p.note("pushes particles out of a spherical collider")
+    if in_place:
+        p.add(f"{x}[tid] = x", f"{v}[tid] = v")
+    else:
+        xo = p.array(x + "_out" if "_" in x else "new_positions", fl.vec, "out")
+        vo = p.array(v + "_out" if "_" in v else "new_velocities", fl.vec, "out")
+        p.add(f"{xo}[tid] = x", f"{vo}[tid] = v")
+    if diagnostic == "energy":
+        ke = p.array(rng.choice(("kinetic_energy", "particle_energy")), fl.scalar, "out")
+        p.add(f"{ke}[tid] = {fl.lit(0.5)} * m * wp.dot(v, v)")
+        p.note("writes each particle's kinetic energy")
+    elif diagnostic == "speed":
+        speeds = p.array(rng.choice(("speeds", "particle_speed")), fl.scalar, "out")
+        p.add(f"{speeds}[tid] = {p.length('v')}")
+        p.note("writes each particle's speed")
+    base = rng.choice(("integrate_particles", "integrate", "step_particles", "advance_particles"))
+    pushed = "external forces and gravity" if forced else "gravity"
+    return p.finish(base, [n], purpose=f"Advance particles one symplectic Euler step under {pushed}")
+
+
+# ---------------------------------------------------------------------------------------------
+# springs and distance constraints
+
+
+def endpoints(p: Pattern, n_particles: int) -> tuple[str, str]:
+    """Lines reading the two particle indices of spring ``tid``, in one of the layouts people use."""
+    layout = p.rng.choice(("flat", "vec2i", "pair"))
+    hi = n_particles - 1
+    if layout == "flat":  # [i0, j0, i1, j1, ...] as in Warp's cloth example
+        idx = p.array(p.rng.choice(("spring_indices", "edge_indices")), T.INT32, lo=0, hi=hi,
+                      shape=(2 * p.kb.dims[0],))
+        p.add(f"i = {idx}[tid * 2 + 0]", f"j = {idx}[tid * 2 + 1]")
+    elif layout == "vec2i":
+        edges = p.array(p.rng.choice(("edges", "springs")), T.VEC2I, lo=0, hi=hi)
+        p.add(f"e = {edges}[tid]", "i = e[0]", "j = e[1]")
+    else:
+        p.add(f"i = {p.array('spring_i', T.INT32, lo=0, hi=hi)}[tid]",
+              f"j = {p.array('spring_j', T.INT32, lo=0, hi=hi)}[tid]")
+    return "i", "j"
+
+
+VELOCITY_OF = {"positions": "velocities", "particle_q": "particle_qd", "x": "v"}  # one naming convention
+
+
+def per_spring(p: Pattern, array: str, scalar: str, lo: float, hi: float) -> str:
+    """A per-spring coefficient read from an array, or one value for all springs."""
+    if p.rng.random() < 0.5:
+        return f"{p.array(array, p.fl.scalar, lo=lo, hi=hi)}[tid]"
+    return p.scalar(scalar, lo=lo, hi=hi)
+
+
+@register("spring_forces", 1.2, source="patterns")
+def spring_forces(rng, name, suffix, complexity):
+    fl = flavour(rng, f64=0.2)
+    p = Pattern(rng, name, suffix, complexity, fl)
+    p.kb.dims = [launch_size(rng)]
+    n_particles = rng.choice((8, 16, 32))
+    pshape = (n_particles,)
+    p.guard("tid", None, (rng.choice(("num_springs", "spring_count")), p.kb.dims[0]), p=0.25)
+    i, j = endpoints(p, n_particles)
+    x = p.array(rng.choice(("positions", "particle_q", "x")), fl.vec, lo=-1.0, hi=1.0, shape=pshape)
+    if rng.random() < 0.4:
+        return _distance_constraint(p, x, i, j, pshape)
+    p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]")
+    rest = per_spring(p, "rest_lengths" if rng.random() < 0.5 else "spring_rest_length", "rest_length", 0.1, 1.0)
+    ke = per_spring(p, "spring_stiffness", "ke", 10.0, 100.0)
+    damped = p.chance(0.6)
+    helper = p.chance(0.35)
+    eps = fl.lit(1.0e-6)
+    if helper:
+        force = p.name(rng.choice(("spring_force", "eval_spring")))
+        args = "xi: {v}, xj: {v}, rest: {s}, ke: {s}".format(v=fl.v, s=fl.s)
+        zero = p.pick(f"{fl.v}()", f"{fl.v}({', '.join([fl.lit(0.0)] * fl.dim)})")
+        tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d * (ke * (l - rest) / l)"],
+                      ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"])
+        body = "\n".join(INDENT + line for line in ["d = xj - xi", f"l = {p.length('d')}", *tail])
+        p.func(f"@wp.func\ndef {force}({args}):\n{body}\n")
+        p.add(f"f = {force}(xi, xj, {rest}, {ke})")
+        if damped:
+            v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
+            kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
+            p.add(f"dv = {v}[{j}] - {v}[{i}]", f"f = f + dv * {kd}")
+            p.note("damps the relative velocity of the two ends")
+    else:
+        p.add("d = xj - xi", f"l = {p.length('d')}")
+        # a spring of zero length has no direction: skip it, or divide by a floor on the length
+        form = p.pick("return", "max")
+        if form == "return":
+            p.add(f"if l < {eps}:", f"{INDENT}return", "dir = d / l")
+        else:
+            p.add(f"dir = d / wp.max(l, {eps})")
+        p.add(f"c = l - {rest}")
+        if damped:
+            v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
+            kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
+            if p.coin():
+                p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
+            else:
+                p.add(f"vrel = {v}[{j}] - {v}[{i}]", f"fs = {ke} * c + {kd} * wp.dot(vrel, dir)", "f = fs * dir")
+            p.note("damps the rate of stretch along the spring")
+        else:
+            p.add(f"f = dir * ({ke} * c)")
+        if form == "max" and p.chance(0.3):  # every spring writes its entry: no early return
+            energy = p.array(rng.choice(("spring_energy", "energies")), fl.scalar, "out")
+            p.add(f"{energy}[tid] = {fl.lit(0.5)} * {ke} * c * c")
+            p.note("writes each spring's elastic energy")
+    forces = p.array(rng.choice(("forces", "particle_f", "f_total")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
+    style = rng.random()
+    if style < 0.5:
+        p.add(f"wp.atomic_add({forces}, {i}, f)", f"wp.atomic_sub({forces}, {j}, f)")
+    elif style < 0.7:
+        p.add(f"wp.atomic_add({forces}, {i}, f)", f"wp.atomic_add({forces}, {j}, -f)")
+    else:
+        p.add(f"{forces}[{i}] += f", f"{forces}[{j}] -= f")
+    return p.finish(rng.choice(("eval_springs", "spring_forces", "accumulate_spring_forces")), p.kb.dims,
+                    purpose="Accumulate Hookean spring forces, equal and opposite on the two particles of each spring")
+
+
+def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, ...]) -> KernelBuilder:
+    """Position-based dynamics: project one distance constraint, accumulate the corrections."""
+    rng, fl = p.rng, p.fl
+    w = p.array(rng.choice(("inv_mass", "particle_inv_mass", "inv_masses")), fl.scalar, lo=0.0, hi=2.0, shape=pshape)
+    rest = per_spring(p, "rest_lengths", "rest_length", 0.1, 1.0)
+    p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]", f"wi = {w}[{i}]", f"wj = {w}[{j}]", "w_sum = wi + wj")
+    zero = fl.lit(0.0)
+    # the corrections are accumulated with atomics: a constraint that cannot move returns early,
+    # but a per-constraint output is written before that
+    error = p.chance(0.25)
+    early = p.coin() and not error
+    if early:
+        p.add(f"if w_sum == {zero}:", f"{INDENT}return")
+    p.add("d = xi - xj", f"l = {p.length('d')}")
+    if error:  # the constraint error, for a convergence test
+        err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
+        p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
+        p.note("writes each constraint's violation")
+    if early:
+        p.add(f"if l < {fl.lit(1.0e-6)}:", f"{INDENT}return")
+    else:
+        p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == {zero}:", f"{INDENT}return")
+    xpbd = p.chance(0.5)
+    if xpbd:  # XPBD: a compliance softens the constraint
+        alpha = p.scalar("compliance", lo=0.0, hi=0.01)
+        dt = p.scalar("dt", lo=0.001, hi=0.02)
+        p.add(*p.pick([f"alpha = {alpha} / ({dt} * {dt})", f"lam = ({l_minus(rest)}) / (w_sum + alpha)"],
+                      [f"lam = ({l_minus(rest)}) / (w_sum + {alpha} / ({dt} * {dt}))"]))
+    else:
+        stiffness = p.scalar(rng.choice(("stiffness", "relaxation")), lo=0.1, hi=1.0)
+        p.add(f"lam = {stiffness} * ({l_minus(rest)}) / w_sum")
+    p.add("n = d / l")
+    deltas = p.array(rng.choice(("deltas", "delta_x", "corrections")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
+    style = rng.random()
+    if style < 0.4:
+        p.add(f"wp.atomic_sub({deltas}, {i}, n * (lam * wi))", f"wp.atomic_add({deltas}, {j}, n * (lam * wj))")
+    elif style < 0.7:
+        p.add("corr = n * lam", f"wp.atomic_add({deltas}, {i}, -corr * wi)", f"wp.atomic_add({deltas}, {j}, corr * wj)")
+    else:
+        p.add(f"{deltas}[{i}] -= n * (lam * wi)", f"{deltas}[{j}] += n * (lam * wj)")
+    if p.chance(0.3):  # Jacobi-style solvers average the corrections by how many constraints touch a particle
+        counts = p.array("constraint_count", T.INT32, "out", shape=pshape)
+        p.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
+        p.note("counts the constraints per particle for averaging")
+    kind = "compliant (XPBD) distance constraint" if xpbd else "distance constraint"
+    return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims,
+                    purpose=f"Project each {kind} and accumulate the position corrections, weighted by inverse mass")
+
+
+def l_minus(rest: str) -> str:
+    return f"l - {rest}"
