@@ -236,3 +236,12 @@ def test_a_predictions_hash_suffixes_take_the_builds():
     predicted = "struct wp_args_s_11111111; void s_11111111_cpu_kernel_forward(P_22222222 p); helper_0(var_12);"
     assert running.rename_hashes(predicted, current) == \
         "struct wp_args_s_fb36e44b; void s_fb36e44b_cpu_kernel_forward(P_0f49e99a p); helper_0(var_12);"
+
+
+def test_a_struct_is_located_with_the_operators_the_module_adds():
+    piece = "struct S_1\n{\n    float x;\n};\nvoid adj_S_1()\n{\n}\nS_1 add(S_1 a, S_1 b)\n{\n    return S_1();\n}"
+    source = ("// header\nstruct S_1\n{\n    float x;\n    S_1 operator - () const\n    {\n    }\n};\nvoid adj_S_1()\n"
+              "{\n}\nS_1 add(S_1 a, S_1 b)\n{\n    S_1 r = a; r += b; return r;\n}\nvoid kernel()\n{\n}\n")
+    start, end = running.locate(source, piece, "cpu")
+    assert source[start:end].startswith("struct S_1") and source[end:] == "\nvoid kernel()\n{\n}\n"
+    assert running.locate(source, "void kernel()\n{\n}", "cpu") == (source.index("void kernel"), len(source) - 1)

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 from jit.code import export
 from jit.code.engine import writers
-from jit.code.evaluation import tiers
+from jit.code.evaluation import running, tiers
 from jit.code.records import FIELDS, Pair
 
 BENCH_FILE = "bench.json"
@@ -91,6 +91,9 @@ def attach_io(records: list[dict], seed: int, backward: bool = True) -> tuple[li
                 rejects[pair.validation.get("cpu_reason") or "io example too large"] += 1
             elif unchanged(pair.io):
                 rejects["outputs unchanged by the launch"] += 1
+            elif "struct " in (pair.cpu_functions or "") + (pair.cuda_functions or "") and \
+                    (why := running.struct_code_differs(pair.to_dict())):
+                rejects[why.split(" of struct")[0] + " of a struct differs from what Warp compiles"] += 1
             else:
                 done[item.name] = pair.to_dict()
     return [done[r["id"]] for r in records if r["id"] in done], rejects

@@ -148,9 +148,9 @@ def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], 
 
 def _reference_build(record: dict, device: str, backward: bool, replace_backward: bool):
     """(kernel, module, options, module source, (start, end) of the span a prediction replaces,
-    Warp's forward kernel text) for the record's own kernel, built with or without ``backward``;
-    the span runs from the first struct or helper to the kernel's forward, or to its backward
-    when ``replace_backward``."""
+    Warp's forward kernel text, {helper: its generated name}) for the record's own kernel, built
+    with or without ``backward``; the span runs from the first struct or helper to the kernel's
+    forward, or to its backward when ``replace_backward``."""
     handle = wb.define([record["python_source"]], _module_name("ref"))
     kernel = handle.namespace[record["kernel_name"]]
     module = kernel.module
@@ -164,14 +164,50 @@ def _reference_build(record: dict, device: str, backward: bool, replace_backward
     pieces = [t for _, t in ir.structs] + [f.forward for f in ir.functions]
     pieces += [f.adjoint for f in ir.functions if f.adjoint and backward]
     pieces += [ir.args_struct, ir.forward] + ([ir.backward] if replace_backward else [])
-    spans = []
-    for piece in (p.strip("\n") for p in pieces if p and p.strip()):
-        at = source.find(piece)
-        if at < 0:
-            raise RuntimeError(f"Warp's {device} module source does not hold a piece of the record's code")
-        spans.append((at, at + len(piece)))
+    spans = [locate(source, p.strip("\n"), device) for p in pieces if p and p.strip()]
     span = (min(s for s, _ in spans), max(e for _, e in spans))
-    return kernel, module, build.options, source, span, ir.forward
+    helpers = {f.name.rsplit(".", 1)[-1]: f.native_name for f in ir.functions}
+    return kernel, module, build.options, source, span, ir.forward, helpers
+
+
+def struct_code_differs(record: dict) -> str | None:
+    """Why the record's struct code is not what Warp compiles, or None. Warp's module emits more
+    for a struct than the struct's code alone (operators a tile reduction needs, an ``add`` that
+    sums): a record whose text lacks them would fail its own oracle."""
+    for device in ("cpu", "cuda"):
+        if not record.get(f"{device}_forward"):
+            continue
+        handle = wb.define([record["python_source"]], _module_name("check"))
+        try:
+            kernel = handle.namespace[record["kernel_name"]]
+            builds: dict = {}
+            ir = extract_many([kernel], (device,), backward=True, builds=builds)[0][device]
+            source = builds[device].module_source(device)
+            for name, text in ir.structs:
+                if text.strip("\n") not in source:
+                    return f"{device} code of struct {name.rsplit('_', 1)[0]} differs from what Warp compiles"
+        finally:
+            handle.release()
+    return None
+
+
+def locate(source: str, piece: str, device: str) -> tuple[int, int]:
+    """Where a piece of extracted code sits in the module source. A struct's code may hold more
+    operators there than alone, so a piece not found whole is found from its first line to the
+    line that closes it as often as in the piece."""
+    at = source.find(piece)
+    if at >= 0:
+        return at, at + len(piece)
+    lines = piece.splitlines()
+    at = source.find(lines[0])
+    if at < 0:
+        raise RuntimeError(f"Warp's {device} module source does not hold the record's {lines[0].strip()!r}")
+    end = at
+    for _ in range(lines.count(lines[-1])):
+        end = source.find("\n" + lines[-1] + "\n", end + 1)
+        if end < 0:
+            raise RuntimeError(f"Warp's {device} module source does not close {lines[0].strip()!r}")
+    return at, end + 1 + len(lines[-1])
 
 
 def rename_hashes(prediction: str, current: str) -> str:
@@ -183,12 +219,20 @@ def rename_hashes(prediction: str, current: str) -> str:
     return HASHED.sub(lambda m: now.get(m.group(1), m.group(0)), prediction)
 
 
+def rename_helpers(prediction: str, helpers: dict[str, str]) -> str:
+    """Helper calls numbered as in the build at hand (``falloff_1`` -> ``falloff_0``): Warp numbers
+    a helper by how often its name was defined in the process that generated the code."""
+    for name, native in helpers.items():
+        prediction = re.sub(rf"\b(adj_)?{re.escape(name)}_\d+\b", rf"\g<1>{native}", prediction)
+    return prediction
+
+
 def spliced(task: str, record: dict, prediction: str, backward: bool = False):
     """(kernel, module, options, source with the prediction in place of Warp's code)."""
     device, replace_backward = SPLICED[task]
-    kernel, module, options, source, (start, end), forward = _reference_build(
+    kernel, module, options, source, (start, end), forward, helpers = _reference_build(
         record, device, backward or replace_backward, replace_backward)
-    text = rename_hashes(prediction, source[start:end])
+    text = rename_helpers(rename_hashes(prediction, source[start:end]), helpers)
     if task == "py2cuda-adjoint":  # the adjoint replaces helpers and backward; Warp's forward stays
         text = text.rstrip("\n") + "\n\n" + forward
     return kernel, module, options, source[:start] + text + source[end:]
