@@ -17,7 +17,7 @@ from jit.code.extraction import warp_backend as wb
 from jit.code.synthesis.categories import patterns_tiles as PT
 from jit.code.synthesis.generator import generate
 
-ITEMS = 100  # enough draws that every kind and its main variants appear
+ITEMS = 140  # enough draws that every kind and its main variants appear
 
 
 def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
@@ -34,6 +34,8 @@ def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
         if "Weighted" in spec.source:
             terms = terms * v[ins[-1].name]
         scale = 1.0 / a.size if "Mean of" in spec.source else 1.0
+        if outs[0].shape[0] > 1:  # one partial sum per block
+            return {outs[0].name: terms.reshape(outs[0].shape[0], -1).sum(1)}
         return {outs[0].name: np.array([np.sum(terms) * scale])}
     if kind in ("softmax", "log_softmax"):
         x = v[ins[0].name] / (v[scalars[0].name] if scalars else 1.0)
@@ -60,6 +62,16 @@ def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
     if kind == "axpy":
         beta = v.get("beta", 1.0)
         return {outs[-1].name: v[scalars[0].name] * v["x"] + beta * v["y"]}
+    if kind == "symmetrize":
+        a = v[ins[0].name]
+        return {outs[0].name: 0.5 * (a + a.T)}
+    if kind == "running":
+        x = v[ins[0].name].reshape(plan.dim[0], -1)
+        acc = np.maximum.accumulate if "maximum" in spec.source else np.minimum.accumulate
+        want = {outs[0].name: acc(x, axis=1).ravel()}
+        if len(outs) == 2:
+            want[outs[1].name] = acc(x, axis=1)[:, -1]
+        return want
     if kind == "transpose":
         return {outs[0].name: v[ins[0].name].T * (v[scalars[0].name] if scalars else 1.0)}
     x = v[ins[0].name].reshape(len(plan.dim) and plan.dim[0], -1)

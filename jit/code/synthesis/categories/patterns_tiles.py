@@ -41,7 +41,9 @@ NAMES = {  # kind -> the names a kernel of that kind takes
     "dense": ("dense_forward", "linear_layer", "fully_connected"),
     "axpy": ("axpy", "saxpy", "scaled_add"),
     "transpose": ("transpose", "transpose_tiled", "tile_transpose_matrix"),
+    "symmetrize": ("symmetrize", "symmetric_part", "sym_part"),
     "scan": ("block_scan", "prefix_sum", "scan_blocks"),
+    "running": ("running_extreme", "scan_extremes", "block_running_extreme"),
 }
 
 
@@ -107,6 +109,13 @@ class Writer:
     def add(self, *lines: str) -> None:
         self.lines += lines
 
+    def index(self, name: str, expr: str, p: float = 0.5) -> str:
+        """A block's offset, named as a local first (``start = i * TILE``) or written in place."""
+        if self.rng.random() < p:
+            self.add(f"{name} = {expr}")
+            return name
+        return expr
+
     def literal(self, value: float) -> str:
         text = repr(float(value))
         return text if self.real is T.FLOAT32 else f"{self.real.py}({text})"
@@ -126,25 +135,30 @@ class Writer:
 
 
 def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
-    """A sum, dot product or squared norm of whole arrays: per-block partial sums added atomically."""
+    """A sum, dot product or norm of whole arrays: per-block partial sums, added atomically into one
+    total or written one per block for a second pass; a block may reduce several tiles in a loop."""
     blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
     tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BLOCK_SIZE")), size)
-    n = blocks * size
+    per_block = rng.choice((1, 1, 2, 4))  # tiles a block reduces
+    span = w.constant(rng.choice(("TILES_PER_BLOCK", "NUM_TILES")), per_block) if per_block > 1 else None
+    n = blocks * size * per_block
     if kind == "dot":
         x, other = rng.choice((("a", "b"), ("x", "y")))
         w.array(x, (n,))
         w.array(other, (n,))
     else:
         x = w.array(rng.choice(("values", "x", "data")), (n,))
-    total = w.array(rng.choice(("total", "result", "out")), (1,), "out")
-    w.add(f"{x}_tile = wp.tile_load({x}, shape={tile}, offset=i * {tile})")
     weights = w.array(rng.choice(("weights", "w")), (n,), lo=0.0, hi=1.0) \
         if kind != "norm" and rng.random() < 0.3 else None
-    if weights:  # inputs before the output
-        w.params.insert(next(k for k, q in enumerate(w.params) if q.name == total), w.params.pop())
+    mean = kind == "sum" and not weights and rng.random() < 0.3
+    partials = not mean and rng.random() < 0.35  # one partial sum per block, for a second pass
+    total = w.array(rng.choice(("partial_sums", "block_sums")), (blocks,), "out") if partials else \
+        w.array(rng.choice(("total", "result", "out")), (1,), "out")
+    start = f"(i * {span} + k) * {tile}" if span else w.index("start", f"i * {tile}", 0.4)
+    loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}, offset={start})"]
     terms = f"{x}_tile"
     if kind == "dot":
-        w.add(f"{other}_tile = wp.tile_load({other}, shape={tile}, offset=i * {tile})")
+        loads.append(f"{other}_tile = wp.tile_load({other}, shape={tile}, offset={start})")
         terms = f"wp.tile_map(wp.mul, {x}_tile, {other}_tile)"
         purpose = f"Dot product of {x} and {other}"
     elif kind == "norm":
@@ -153,20 +167,30 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     else:
         purpose = f"Sum of {x}"
     if weights:
-        w.add(f"{weights}_tile = wp.tile_load({weights}, shape={tile}, offset=i * {tile})")
+        loads.append(f"{weights}_tile = wp.tile_load({weights}, shape={tile}, offset={start})")
         terms = f"wp.tile_map(wp.mul, {terms}, {weights}_tile)"
         purpose = "Weighted " + purpose[0].lower() + purpose[1:] + f" with weights {weights}"
-    w.add(f"partial = wp.tile_sum({terms})")
-    mean = kind == "sum" and not weights and rng.random() < 0.3
+    reduce = f"wp.tile_sum({terms})" if rng.random() < 0.75 else f"wp.tile_reduce(wp.add, {terms})"
+    if span:
+        w.add(f"partial = wp.tile_zeros(shape=1, dtype={w.spell})", f"for k in range({span}):",
+              *(INDENT + line for line in loads), f"{INDENT}partial += {reduce}")
+    else:
+        w.add(*loads, f"partial = {reduce}")
     if mean:  # every block adds its share of the mean
         w.add(f"partial = partial * (1.0 / float({x}.shape[0]))" if w.real is T.FLOAT32 else
               f"partial = partial * ({w.real.py}(1.0) / {w.real.py}({x}.shape[0]))")
         purpose = f"Mean of {x}"
-    purpose += ": each block reduces its tile and adds its partial " + ("share" if mean else "sum")
-    w.add(f"wp.tile_atomic_add({total}, partial)")
+    covers = f"{per_block} tiles of {size} values" if span else f"a tile of {size} values"
+    if partials:
+        w.add(f"wp.tile_store({total}, partial, offset=i)")
+        purpose += f": each block reduces {covers} and writes its partial sum to {total}[i]"
+        detail = "A second pass adds the partial sums"
+    else:
+        w.add(f"wp.tile_atomic_add({total}, partial)")
+        purpose += f": each block reduces {covers} and adds its partial {'share' if mean else 'sum'} to {total}[0]"
+        detail = f"{total} starts at zero"
     base = rng.choice(NAMES[kind][3:] if mean else NAMES[kind][:3])
-    return w.finish(base, [blocks], rng.choice(BLOCK_DIMS), purpose + f" to {total}[0]",
-                    f"Launched with one block per {size} values; {total} starts at zero")
+    return w.finish(base, [blocks], rng.choice(BLOCK_DIMS), purpose, detail)
 
 
 def _softmax(w: Writer, rng: random.Random) -> TileKernel:
@@ -266,42 +290,86 @@ def _matvec(w: Writer, rng: random.Random) -> TileKernel:
 
 
 def _axpy(w: Writer, rng: random.Random) -> TileKernel:
-    blocks = rng.choice((2, 4, 8))
-    size = rng.choice((32, 64))
+    two_d = rng.random() < 0.4  # matrices in square tiles on a 2D launch, or vectors in 1D tiles
+    blocks = [rng.choice((1, 2, 3)), rng.choice((1, 2, 3))] if two_d else [rng.choice((2, 4, 8))]
+    size = rng.choice((8, 16)) if two_d else rng.choice((32, 64))
     tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BLOCK")), size)
+    shape = (blocks[0] * size, blocks[1] * size) if two_d else (blocks[0] * size,)
     alpha = w.scalar(rng.choice(("alpha", "a", "scale")), -2.0, 2.0)
     beta = w.scalar("beta", -2.0, 2.0) if alpha == "alpha" and rng.random() < 0.4 else None
-    w.array("x", (blocks * size,))
+    w.array("x", shape)
     in_place = rng.random() < 0.5
-    y = w.array("y", (blocks * size,), "inout" if in_place else "in")
-    out = y if in_place else w.array(rng.choice(("z", "out")), (blocks * size,), "out")
+    y = w.array("y", shape, "inout" if in_place else "in")
+    out = y if in_place else w.array(rng.choice(("z", "out")), shape, "out")
     y_term = f"{beta} * y_tile" if beta else "y_tile"
-    w.add(f"x_tile = wp.tile_load(x, shape={tile}, offset=i * {tile})",
-          f"y_tile = wp.tile_load(y, shape={tile}, offset=i * {tile})",
-          f"wp.tile_store({out}, {alpha} * x_tile + {y_term}, offset=i * {tile})")
+    if two_d:
+        at = f"shape=({tile}, {tile}), offset=({w.index('row', f'i * {tile}')}, {w.index('col', f'j * {tile}')})"
+    else:
+        at = f"shape={tile}, offset={w.index('start', f'i * {tile}')}"
+    w.add(f"x_tile = wp.tile_load(x, {at})", f"y_tile = wp.tile_load(y, {at})",
+          f"wp.tile_store({out}, {alpha} * x_tile + {y_term}, offset={at.split('offset=')[1]})")
     combination = f"{alpha} x + {beta} y" if beta else f"{alpha} x + y"
-    purpose = f"Scaled vector addition {out} = {combination} over tiles of {size} values" + (", in place" if in_place else "")
-    return w.finish(rng.choice(NAMES["axpy"]), [blocks], rng.choice(BLOCK_DIMS), purpose)
+    over = f"{size} x {size} tiles of matrices" if two_d else f"tiles of {size} values"
+    purpose = f"Scaled addition {out} = {combination} over {over}" + (", in place" if in_place else "")
+    return w.finish(rng.choice(NAMES["axpy"]), blocks, rng.choice(BLOCK_DIMS), purpose)
 
 
 def _transpose(w: Writer, rng: random.Random) -> TileKernel:
     size = rng.choice((8, 16))
     tile = w.constant(rng.choice(("TILE", "TILE_DIM", "BLOCK")), size)
+    if rng.random() < 0.35:  # the symmetric part of a square matrix: tile (i, j) and tile (j, i)
+        nb = rng.choice((1, 2, 3))
+        a = w.array(rng.choice(("a", "matrix", "A")), (nb * size, nb * size))
+        b = w.array(rng.choice(("sym", "symmetric", "out")), (nb * size, nb * size), "out")
+        w.add(f"upper = wp.tile_load({a}, shape=({tile}, {tile}), offset=(i * {tile}, j * {tile}))",
+              f"lower = wp.tile_load({a}, shape=({tile}, {tile}), offset=(j * {tile}, i * {tile}))",
+              f"wp.tile_store({b}, 0.5 * (upper + wp.tile_transpose(lower)), offset=(i * {tile}, j * {tile}))"
+              if w.real is T.FLOAT32 else
+              f"wp.tile_store({b}, {w.literal(0.5)} * (upper + wp.tile_transpose(lower)), "
+              f"offset=(i * {tile}, j * {tile}))")
+        return w.finish(rng.choice(NAMES["symmetrize"]), [nb, nb], rng.choice(BLOCK_DIMS),
+                        f"Symmetric part (A + A^T) / 2 of the square matrix {a}, one {size} x {size} tile per block")
     bi, bj = rng.choice((1, 2, 3)), rng.choice((1, 2, 3))
     a = w.array(rng.choice(("a", "src", "matrix")), (bi * size, bj * size))
     b = w.array(rng.choice(("b", "dst", "transposed")), (bj * size, bi * size), "out")
     scale = w.scalar(rng.choice(("alpha", "scale")), -2.0, 2.0) if rng.random() < 0.3 else None
     if scale:  # the scalar before the output, as callers pass it
         w.params.insert(len(w.params) - 2, w.params.pop())
-    w.add(f"t = wp.tile_load({a}, shape=({tile}, {tile}), offset=(i * {tile}, j * {tile}))",
-          f"wp.tile_store({b}, {'wp.tile_transpose(t) * ' + scale if scale else 'wp.tile_transpose(t)'}, "
-          f"offset=(j * {tile}, i * {tile}))")
+    row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
+    shared = ', storage="shared"' if rng.random() < 0.4 else ""  # a transpose reads across the tile
+    w.add(f"t = wp.tile_load({a}, shape=({tile}, {tile}), offset=({row}, {col}){shared})")
+    moved = "wp.tile_transpose(t) * " + scale if scale else "wp.tile_transpose(t)"
+    if rng.random() < 0.4:
+        w.add(f"t_t = {moved}")
+        moved = "t_t"
+    w.add(f"wp.tile_store({b}, {moved}, offset=({col}, {row}))")
     what = f"{scale} times the transpose of {a}" if scale else f"the transpose of {a}"
     return w.finish(rng.choice(NAMES["transpose"]), [bi, bj],
                     rng.choice(BLOCK_DIMS), f"Write {what} into {b}, each block moving one {size} x {size} tile")
 
 
+def _running(w: Writer, rng: random.Random) -> TileKernel:
+    """A running maximum or minimum within each block, and optionally each block's extreme."""
+    w.use(T.FLOAT32)
+    blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
+    tile = w.constant(rng.choice(("TILE_SIZE", "SCAN_SIZE", "BLOCK")), size)
+    which = rng.choice(("max", "min"))
+    x = w.array(rng.choice(("values", "signal", "x")), (blocks * size,))
+    y = w.array(rng.choice((f"running_{which}", f"cum{which}")), (blocks * size,), "out")
+    extremes = w.array(f"block_{which}", (blocks,), "out") if rng.random() < 0.5 else None
+    w.add(f"t = wp.tile_load({x}, shape={tile}, offset=i * {tile})", f"s = wp.tile_scan_{which}_inclusive(t)",
+          f"wp.tile_store({y}, s, offset=i * {tile})")
+    if extremes:
+        w.add(f"{extremes}[i] = s[{tile} - 1]")
+    word = "maximum" if which == "max" else "minimum"
+    return w.finish(rng.choice(NAMES["running"]), [blocks], rng.choice(BLOCK_DIMS),
+                    f"Running {word} of {x} within each block of {size} values",
+                    f"It writes each block's {word} to {extremes}" if extremes else "", differentiable=False)
+
+
 def _scan(w: Writer, rng: random.Random) -> TileKernel:
+    if rng.random() < 0.3:
+        return _running(w, rng)
     counts = rng.random() < 0.5  # integer counts to offsets (as stream compaction needs) or float values
     w.use(T.INT32 if counts else T.FLOAT32)  # Warp's tile scans take float32, int32 and uint32
     blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
@@ -312,8 +380,9 @@ def _scan(w: Writer, rng: random.Random) -> TileKernel:
     inclusive = rng.random() < 0.5
     totals = w.array(rng.choice(("block_totals", "block_sums")), (blocks,), "out") if rng.random() < 0.6 else None
     scan = "wp.tile_scan_inclusive" if inclusive else "wp.tile_scan_exclusive"
-    w.add(f"t = wp.tile_load({x}, shape={tile}, offset=i * {tile})", f"s = {scan}(t)",
-          f"wp.tile_store({y}, s, offset=i * {tile})")
+    start = w.index("start", f"i * {tile}")
+    w.add(f"t = wp.tile_load({x}, shape={tile}, offset={start})", f"s = {scan}(t)",
+          f"wp.tile_store({y}, s, offset={start})")
     if totals:
         last = f"s[{tile} - 1]" if inclusive else f"s[{tile} - 1] + t[{tile} - 1]"
         if not inclusive:
