@@ -27,10 +27,10 @@ def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
     scalars = [a for a in plan.args if not a.is_array]
     outs = [a for a in plan.args if a.role in ("out", "inout")]
     v = {k: np.asarray(x, np.float64) for k, x in values.items()}
-    if kind in ("sum", "dot", "norm"):
+    if kind in ("sum", "dot", "norm", "l1"):
         a = v[ins[0].name]
         terms = {"sum": a, "dot": a * v[ins[1].name] if len(ins) > 1 else a,
-                 "norm": a * a if "Squared" in spec.source else np.abs(a)}[kind]
+                 "norm": a * a, "l1": np.abs(a)}[kind]
         if "Weighted" in spec.source:
             terms = terms * v[ins[-1].name]
         scale = 1.0 / a.size if "Mean of" in spec.source else 1.0

@@ -170,7 +170,7 @@ def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str,
     n_particles = rng.choice((16, 32, 64))
     its = items(d, noun, (24, 48, 64, 96, 128), (f"num_{noun}", f"{noun[:-1]}_count"), guard=0.25)
     masked = active_mask(d, noun) if maskable else ""
-    i, j = endpoints(d, n_particles, its.n)
+    i, j = endpoints(d, n_particles, its.n, noun)
     d.gather_here()
     return d, its, n_particles, i, j, masked
 

@@ -380,7 +380,9 @@ def _mesh_raycast(p: Pattern):
     w, h = (f"{image}.shape[1]", f"{image}.shape[0]")
     if p.coin(0.3):
         w, h = p.count("width", p.kb.dims[1]), p.count("height", p.kb.dims[0])
-    p.add(f"sx = 2.0 * (float(j) + 0.5) / float({w}) - 1.0", f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
+    # pixel centres in [-1, 1], the horizontal one stretched by the aspect ratio so pixels stay square
+    p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
+          f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
     if p.coin():
         cam = p.array(rng.choice(("cam_pos", "camera_origin")), T.VEC3F, shape=(1,))
         p.add(f"ro = {cam}[0]")

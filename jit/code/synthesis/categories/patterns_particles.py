@@ -278,7 +278,8 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
         counts = p.array("constraint_count", T.INT32, "out", shape=pshape)
         p.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
         p.note("counts the constraints per particle for averaging")
-    kind = "compliant (XPBD) distance constraint" if xpbd else "distance constraint"
+    kind = "compliant distance constraint (one XPBD iteration, the multiplier starting from zero)" if xpbd \
+        else "distance constraint"
     return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims,
                     purpose=f"Project each {kind} and accumulate the position corrections, weighted by inverse mass")
 

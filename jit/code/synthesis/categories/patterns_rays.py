@@ -91,11 +91,9 @@ def camera_ray(p: Pattern, image: str) -> None:
         fov = p.scalar("tan_half_fov", lo=0.3, hi=1.2)
     else:  # the vertical field of view in radians
         fov = p.let("scale", f"wp.tan(0.5 * {p.scalar('fov', lo=0.5, hi=1.8)})", inline=0.0)
-    if p.coin():
-        p.add(f"sx = (float(j) + 0.5) / float({w}) * 2.0 - 1.0", f"sy = (float(i) + 0.5) / float({h}) * 2.0 - 1.0")
-    else:
-        p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
-              f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
+    # the horizontal pixel coordinate is stretched by the aspect ratio so that pixels stay square
+    p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
+          f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
     cam = p.pick("array", "literal", "param")
     if cam == "array":
         c = p.array(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5, shape=(1,))

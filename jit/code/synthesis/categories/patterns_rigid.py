@@ -37,9 +37,10 @@ def _integrate_bodies(p: Pattern):
         p.add(*p.pick([f"w = wp.spatial_top({qd}[tid])", f"v = wp.spatial_bottom({qd}[tid])"],
                       [f"qd = {qd}[tid]", "w = wp.spatial_top(qd)", "v = wp.spatial_bottom(qd)"]))
     else:
-        lin = p.array(rng.choice(("linear_velocity", "body_v")), T.VEC3F)
-        ang = p.array(rng.choice(("angular_velocity", "body_w")), T.VEC3F)
+        lin, ang = rng.choice((("linear_velocity", "angular_velocity"), ("body_v", "body_w")))
+        lin, ang = p.array(lin, T.VEC3F), p.array(ang, T.VEC3F)
         p.add(f"v = {lin}[tid]", f"w = {ang}[tid]")
+    short = q == "body_q" if spatial else lin == "body_v"  # body_q, body_f, ... or spelled-out names
     if p.coin(0.3):  # the step's settings in one struct
         params = p.struct("StepParams", [("dt", T.FLOAT32), ("gravity", T.VEC3F)], "params", 0.001, 0.02)
         dt, g_vec = f"{params}.dt", f"{params}.gravity"
@@ -48,8 +49,8 @@ def _integrate_bodies(p: Pattern):
     forced = p.chance(0.7)
     energy = p.chance(0.25)  # the translational kinetic energy of each body
     if forced:
-        f = p.array(rng.choice(("body_f", "forces")), T.VEC3F)
-        inv_m = p.array(rng.choice(("inv_mass", "body_inv_mass")), T.FLOAT32, lo=0.0, hi=2.0)
+        f = p.array("body_f" if short else "forces", T.VEC3F)
+        inv_m = p.array("body_inv_mass" if short else "inv_mass", T.FLOAT32, lo=0.0, hi=2.0)
         g_vec = g_vec or f"wp.vec3(0.0, {p.scalar('gravity', lo=-9.8, hi=-1.0)}, 0.0)"
         p.add(f"inv_m = {inv_m}[tid]")
         # as Warp's integrator does: gravity accelerates only bodies with mass (static ones have inv_m = 0)
@@ -60,8 +61,8 @@ def _integrate_bodies(p: Pattern):
         p.note("keeps gravity off static bodies (zero inverse mass)")
     torqued = p.chance(0.6)
     if torqued:  # torque through the world-space inverse inertia R I^-1 R^T
-        tau = p.array(rng.choice(("torques", "body_tau")), T.VEC3F)
-        inv_i = p.array(rng.choice(("inv_inertia", "body_inv_inertia")), T.MAT33F, lo=0.0, hi=1.0)
+        tau = p.array("body_tau" if short else "torques", T.VEC3F)
+        inv_i = p.array("body_inv_inertia" if short else "inv_inertia", T.MAT33F, lo=0.0, hi=1.0)
         if p.coin():
             p.add("R = wp.quat_to_matrix(r)", f"w = w + R * ({inv_i}[tid] * (wp.transpose(R) * {tau}[tid])) * {dt}")
         else:  # the same through quaternion rotations, without forming R
@@ -100,9 +101,10 @@ def _integrate_bodies(p: Pattern):
             mass = p.array(rng.choice(("body_mass", "mass")), T.FLOAT32, lo=0.5, hi=2.0)
             p.add(f"{ke}[tid] = 0.5 * {mass}[tid] * wp.dot(v, v)")
         p.note("writes each body's translational kinetic energy")
-    loads = "forces and torques" if torqued else "forces"
+    loads = {(True, True): " under forces, gravity and torques", (True, False): " under forces and gravity",
+             (False, True): " under torques"}.get((forced, torqued), " (free motion: no forces or torques)")
     return p.finish(rng.choice(("integrate_bodies", "integrate_rigid", "step_bodies")), p.kb.dims,
-                    purpose=f"Advance rigid bodies one semi-implicit Euler step under {loads}, {rotation}")
+                    purpose=f"Advance rigid bodies one semi-implicit Euler step{loads}, {rotation}")
 
 
 def _body_points(p: Pattern):

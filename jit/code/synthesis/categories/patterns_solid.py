@@ -60,7 +60,7 @@ def _covariance(p: Pattern):
                   shape=(n, k))
     p.guard("tid", x, ("num_points", n))
     p.add(f"c = {x}[tid]", f"c0 = {rest}[tid]" if polar else None,
-          p.pick(f"A = {fl.m}()", f"A = {fl.m}({', '.join([fl.lit(0.0)] * 9)})"))
+          f"A = {fl.m}()")
     outer = "wp.outer(d, d0)" if polar else "wp.outer(d, d)"
     if p.chance(0.5):
         wts = p.array(rng.choice(("weights", "neighbor_weights")), fl.scalar, lo=0.0, hi=1.0, shape=(n, k))
@@ -91,7 +91,7 @@ def _covariance(p: Pattern):
         b = p.array(rng.choice(("rhs", "b", "targets")), fl.vec)
         out = p.array(rng.choice(("solution", "result")), fl.vec, "out")
         p.add(*p.pick([f"{out}[tid] = wp.inverse(A) * {b}[tid]"],
-                      ["A_inv = wp.inverse(A)", f"{out}[tid] = wp.mul(A_inv, {b}[tid])"],
+                      ["A_inv = wp.inverse(A)", f"{out}[tid] = A_inv * {b}[tid]"],
                       ["x = wp.inverse(A) * " + f"{b}[tid]", f"{out}[tid] = x"]))
         if p.lines[-1].endswith("= x") and p.chance(0.5):  # the residual of the solve, as a check
             res = p.array(rng.choice(("residual", "solve_error")), fl.scalar, "out")
@@ -131,8 +131,11 @@ def _covariance(p: Pattern):
         purpose = f"Assemble {gathered}, and write its determinant (how widely the neighbours spread)"
     if padded:
         p.note("skips neighbour slots holding -1")
-    return p.finish(rng.choice(("assemble_covariance", "shape_matching", "compute_covariance")), p.kb.dims,
-                    purpose=purpose, differentiable=diff)
+    names = {"solve": ("solve_covariance_systems", "covariance_solve"),
+             "polar": ("shape_matching", "neighbor_rotations"),
+             "eig": ("covariance_eigenvalues", "principal_axes"),
+             }.get(use, ("covariance_determinant", "neighbor_spread"))
+    return p.finish(rng.choice(names), p.kb.dims, purpose=purpose, differentiable=diff)
 
 
 def _jacobi(p: Pattern):
@@ -352,7 +355,7 @@ def fem_elements(rng, name, suffix, complexity):
         p.add(f"Ds = {m}({entries})")
     dm_inv = p.array(rng.choice(("Dm_inv", "rest_inverse", "inv_rest")), fl.mat, lo=-1.0, hi=1.0)
     # read once: the force needs it again
-    p.add(*p.pick([f"Dm = {dm_inv}[tid]", "F = Ds * Dm"], [f"Dm = {dm_inv}[tid]", "F = wp.mul(Ds, Dm)"]))
+    p.add(f"Dm = {dm_inv}[tid]", "F = Ds * Dm")
     dm = "Dm"
     mat = rng.choice(("struct", "params", "arrays"))
     if mat == "struct":

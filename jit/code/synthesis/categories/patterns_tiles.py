@@ -32,7 +32,8 @@ BLOCK_DIMS = (32, 64, 128)
 NAMES = {  # kind -> the names a kernel of that kind takes
     "sum": ("sum_blocks", "block_sum", "reduce_sum", "mean", "average", "reduce_mean"),
     "dot": ("dot_product", "tile_dot", "inner_product"),
-    "norm": ("squared_norm", "norm_sq", "vector_norm"),
+    "norm": ("squared_norm", "norm_sq", "sum_of_squares"),
+    "l1": ("l1_norm", "abs_sum", "sum_abs"),
     "softmax": ("softmax_rows", "row_softmax", "softmax"),
     "log_softmax": ("log_softmax", "log_softmax_rows", "row_log_softmax"),
     "layer_norm": ("layer_norm", "normalize_rows", "layernorm_forward"),
@@ -162,8 +163,11 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
         terms = f"wp.tile_map(wp.mul, {x}_tile, {other}_tile)"
         purpose = f"Dot product of {x} and {other}"
     elif kind == "norm":
-        terms = f"wp.tile_map(wp.mul, {x}_tile, {x}_tile)" if rng.random() < 0.6 else f"wp.tile_map(wp.abs, {x}_tile)"
-        purpose = f"Squared norm of {x}" if "mul" in terms else f"L1 norm of {x}"
+        squared = rng.random() < 0.6
+        terms = f"wp.tile_map(wp.mul, {x}_tile, {x}_tile)" if squared else f"wp.tile_map(wp.abs, {x}_tile)"
+        purpose = f"Squared norm of {x}" if squared else f"L1 norm of {x}"
+        if not squared:
+            kind = "l1"
     else:
         purpose = f"Sum of {x}"
     if weights:

@@ -313,10 +313,8 @@ class Writer:
         return self.rng.random() < p
 
     def length(self, d: str) -> str:
-        """The length of vector ``d``, in one of the spellings real code uses."""
-        if not d.isidentifier():  # an expression is written once
-            return f"wp.length({d})"
-        return self.pick(f"wp.length({d})", f"wp.length({d})", f"wp.sqrt(wp.dot({d}, {d}))")
+        """The length of vector ``d`` (``wp.length``: reviewers read ``wp.sqrt(wp.dot(d, d))`` as a slip)."""
+        return f"wp.length({d})"
 
     def func(self, base: str, source: str) -> str:
         """Add a ``@wp.func`` helper ``base_<suffix>`` (once per kernel); returns its name."""

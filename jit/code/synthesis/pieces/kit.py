@@ -147,22 +147,24 @@ def store_state(s: State, values: dict[str, str]) -> None:
 # edges and elements
 
 
-def endpoints(d: Draft, n_particles: int, n_edges: int) -> tuple[str, str]:
-    """Read the two particle indices of edge ``tid``, in one of the layouts people use."""
+def endpoints(d: Draft, n_particles: int, n_edges: int, noun: str = "edges") -> tuple[str, str]:
+    """Read the two particle indices of item ``tid``, in one of the layouts people use; the arrays
+    are named for what the items are (``noun``: springs, pairs, constraints, ...)."""
     w, hi = d.w, n_particles - 1
+    one = noun[:-1] if noun.endswith("s") else noun
     layout = d.rng.choice(("flat", "vec2i", "pair", "table"))
     if layout == "flat":  # [i0, j0, i1, j1, ...]
-        idx = d.array(("spring_indices", "edge_indices", "indices"), T.INT32, lo=0, hi=hi, shape=(2 * n_edges,))
+        idx = d.array((f"{one}_indices", f"{one}_indices", "indices"), T.INT32, lo=0, hi=hi, shape=(2 * n_edges,))
         return w.let("i", f"{idx}[tid * 2]"), w.let("j", f"{idx}[tid * 2 + 1]")
     if layout == "vec2i":
-        edges = d.array(("edges", "springs", "pairs"), T.VEC2I, lo=0, hi=hi)
-        e = w.let(("e", "edge"), f"{edges}[tid]")
+        edges = d.array((noun, noun, f"{one}_particles"), T.VEC2I, lo=0, hi=hi)
+        e = w.let(("e", one if one.isidentifier() and len(one) <= 8 else "e"), f"{edges}[tid]")
         return w.let("i", f"{e}[0]"), w.let("j", f"{e}[1]")
     if layout == "table":
-        edges = d.array(("edges", "edge_vertices", "pairs"), T.INT32, lo=0, hi=hi, shape=(n_edges, 2))
+        edges = d.array((noun, f"{one}_particles"), T.INT32, lo=0, hi=hi, shape=(n_edges, 2))
         return w.let("i", f"{edges}[tid, 0]"), w.let("j", f"{edges}[tid, 1]")
-    a = d.array(("spring_i", "edge_a", "first"), T.INT32, lo=0, hi=hi)
-    b = d.array(("spring_j", "edge_b", "second"), T.INT32, lo=0, hi=hi)
+    a = d.array((f"{one}_i", f"{one}_a"), T.INT32, lo=0, hi=hi)
+    b = d.array((f"{one}_j" if a.endswith("_i") else f"{one}_b",), T.INT32, lo=0, hi=hi)
     return w.let("i", f"{a}[tid]"), w.let("j", f"{b}[tid]")
 
 

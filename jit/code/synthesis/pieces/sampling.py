@@ -13,7 +13,7 @@ from jit.code.synthesis.pieces.roles import GRID_POINT, GRID_VALUE, GRID_VECTOR,
 
 SCALAR_GRID = Role("scalar grid", "grid")  # an array bound by the kernel, never resolved
 VECTOR_GRID = Role("vector grid", "grid")
-GRID_ORIGIN = Role("grid origin", "vec", -1.0, -0.5, ("origin", "grid_origin", "sdf_origin"))
+GRID_ORIGIN = Role("grid origin", "vec", -1.0, -0.5, ("origin", "grid_origin", "grid_lower"))
 WEIGHT = Role("weight", "scalar")
 DISTANCE = Role("distance", "scalar")
 # grids that particles live in: a few cells across the particles' extent, so they fall inside
