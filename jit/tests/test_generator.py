@@ -174,3 +174,30 @@ def test_synthesized_kernels_are_not_left_as_bare_copies():
     specs = [generate(5, i, sources=["random", "realistic"]) for i in range(150)]
     small = [s.name for s in specs if too_small(s.source)]
     assert len(small) <= 2, small  # a redraw can still come out small, rarely
+
+
+def test_subscript_array_spelling_builds_the_same_kernel():
+    """``wp.array[T]`` is the same annotation as ``wp.array(dtype=T)``: Warp reads the same argument types."""
+    import warp as wp
+
+    from jit.code.extraction import warp_backend as wb
+    from jit.code.synthesis.layout import subscript_arrays
+
+    specs = [generate(23, i, complexity="small") for i in range(24)]
+    plain = [s for s in specs if "wp.array(dtype=" in s.source][:6]
+    assert plain
+    for n, spec in enumerate(plain):
+        spelled = subscript_arrays(spec.source)
+        assert "wp.array(dtype=" not in spelled or "(dtype=wp.types" in spelled
+        types = []
+        for k, text in enumerate((spec.source, spelled)):
+            handle = wb.define([text], f"jit_synth_test_subscript_{n}_{k}")
+            try:
+                kernel = handle.namespace[spec.name]
+                types.append({a: (getattr(t, "dtype", t), getattr(t, "ndim", 0), wp.types.is_array(t))
+                              for a, t in kernel.adj.arg_types.items()})
+            finally:
+                handle.release()
+        assert types[0] == types[1], spec.name
+    share = sum("wp.array[" in s.source or "wp.array2d[" in s.source for s in specs if s.metadata["source"] != "mutants")
+    assert 0 < share < len(specs)  # both spellings occur

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from jit.code.analysis.builtins import body_nodes, called_builtins, called_operators, warp_builtins  # noqa: F401
 from jit.code.synthesis.categories import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category
-from jit.code.synthesis.layout import format_source
+from jit.code.synthesis.layout import SUBSCRIPT_SHARE, format_source, subscript_arrays
 from jit.code.synthesis.stmt import COMPLEXITY, KernelBuilder, Param
 
 __all__ = ["CATEGORIES", "DEFAULT_SOURCES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
@@ -61,6 +61,8 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
         if CATEGORIES[category].source == "mutants" or not too_small(source):
             break
     name = kb.name  # a builder may name its kernel by what it does (still ending in the suffix)
+    if CATEGORIES[category].source != "mutants" and rng.random() < SUBSCRIPT_SHARE:  # mutants keep their seed's
+        source = subscript_arrays(source)
     source = format_source(source)
     return KernelSpec(name, category, source, seed, index, attempt,
                       metadata(kb, source, category, seed, index, attempt, complexity))

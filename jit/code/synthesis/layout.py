@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 
 LINE_LENGTH = 120
+SUBSCRIPT_SHARE = 0.65  # kernels that spell arrays wp.array[T] (Warp 1.19's own examples and tests nearly all do)
+# ``wp.array(dtype=T)``, ``wp.array(dtype=T, ndim=N)`` or ``wp.arrayNd(dtype=T)`` with a type free of brackets
+_ARRAY = re.compile(r"wp\.array(?P<nd>[234]d)?\(dtype=(?P<t>[\w.]+)(?:, ndim=(?P<ndim>[1234]))?\)")
 _RECENT = 64  # formatted texts remembered: black's output is a fixed point, formatting it again is waste
 _formatted: collections.OrderedDict[str, None] = collections.OrderedDict()
 
@@ -37,3 +41,14 @@ def format_source(source: str) -> str:
     if len(_formatted) > _RECENT:
         _formatted.popitem(last=False)
     return out
+
+
+def subscript_arrays(source: str) -> str:
+    """``wp.array(dtype=wp.vec3)`` spelled ``wp.array[wp.vec3]`` (``ndim=2`` as ``wp.array2d[...]``): the
+    same annotation, in the form Warp 1.19's own code uses. Other annotations are left as written."""
+
+    def spelled(m: re.Match) -> str:
+        nd = m["nd"] or (f"{m['ndim']}d" if m["ndim"] and m["ndim"] != "1" else "")
+        return f"wp.array{nd}[{m['t']}]"
+
+    return _ARRAY.sub(spelled, source)
