@@ -102,10 +102,14 @@ def test_corruptions_change_what_they_say():
     rng = random.Random(0)
     py = "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    i = wp.tid()\n    a[i] = a[i] * 2.0\n"
     assert "a[i] / 2.0" in corruptions.corrupt(py, "python", "operator", rng)
+    dead = py.replace("    a[i] =", "    unused = a[i] + 1.0\n    a[i] =")
+    assert all("unused" in corruptions.corrupt(dead, "python", "statement", random.Random(n)) for n in range(8))
     assert "a[i + 1]" in corruptions.corrupt(py, "python", "index", rng)
     assert corruptions.corrupt(py, "python", "gradient", rng) is None
-    cpp = "    var_2 = wp::mul(var_1, var_0);\n    wp::adj_mul(var_1, var_0, adj_1, adj_0, adj_2);\n"
-    assert "wp::div(" in corruptions.corrupt(cpp, "cpp", "operator", rng)
+    cpp = ("    var_2 = wp::mul(var_1, var_0);\n    var_3 = wp::add(var_1, var_0);\n    wp::array_store(var_a, var_0, var_2);\n"
+           "    wp::adj_mul(var_1, var_0, adj_1, adj_0, adj_2);\n")
+    assert "wp::div(" in corruptions.corrupt(cpp, "cpp", "operator", rng)  # var_3 is never read: never changed
+    assert "var_3" in corruptions.corrupt(cpp, "cpp", "statement", random.Random(1))
     assert "adj_mul" not in corruptions.corrupt(cpp, "cpp", "gradient", rng)
 
 

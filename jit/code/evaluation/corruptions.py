@@ -4,7 +4,9 @@ A wrong translation usually differs from the right one in a small way: an operat
 statement dropped, an index shifted, a gradient term removed. ``corrupt(text, language, kind,
 rng)`` makes one such change at a place drawn from ``rng`` (None when the text has no place for
 that kind), so the tests and ``jit/benchmarks/eval_harness.py`` can check that such predictions
-fail run-and-match. Python is changed through its syntax tree, C++ and CUDA through Warp's
+fail run-and-match. Only live code is changed: a statement whose value is read later, a store, a
+call; Warp's generated code computes values nothing reads (a shape tuple, an address a later
+load takes again), and changing those changes nothing any run could see. Python is changed through its syntax tree, C++ and CUDA through Warp's
 generated statement forms (``var_3 = wp::add(var_1, var_2);``). What it leaves out: scoring.
 """
 
@@ -71,9 +73,10 @@ def _python(text: str, kind: str, rng: random.Random) -> str | None:
         node = rng.choice(places)
         node.op = _SWAP_OPS[type(node.op)]()
     elif kind == "statement":
+        loaded = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         places = [(body, s) for n in nodes for body in _bodies(n) for s in body
                   if isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr)) and len(body) > 1
-                  and not _is_docstring(s)]
+                  and not _is_docstring(s) and _has_effect(s, loaded)]
         if not places:
             return None
         body, stmt = rng.choice(places)
@@ -88,6 +91,13 @@ def _python(text: str, kind: str, rng: random.Random) -> str | None:
     else:
         return None  # the Python text has no gradient terms of its own
     return ast.unparse(tree) + "\n"
+
+
+def _has_effect(stmt: ast.stmt, loaded: set[str]) -> bool:
+    """A store into an array or a value the kernel reads: dropping anything else changes nothing."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    return len(names) < len(targets) or any(n in loaded for n in names)
 
 
 def _bodies(node: ast.AST):
@@ -105,9 +115,28 @@ def _is_docstring(stmt: ast.stmt) -> bool:
 # Warp's generated C++ and CUDA
 
 
+def _read_later(text: str, at: int, line: str) -> bool:
+    """Whether the temporary a generated statement assigns is read later in its function (Warp
+    emits values nothing reads, e.g. a shape tuple or an address a later load recomputes:
+    changing those changes nothing a run can see). Stores and calls without a result count."""
+    m = re.match(r"\s*(var_\d+)\s*=", line)
+    if m is None:
+        return True
+    end = text.find("\n}", at)
+    return re.search(rf"\b{m.group(1)}\b", text[at:len(text) if end < 0 else end]) is not None
+
+
 def _generated(text: str, kind: str, rng: random.Random, skip: list[tuple[int, int]]) -> str | None:
     def outside(matches):
-        return [m for m in matches if not any(a <= m.start() < b for a, b in skip)]
+        live = []
+        for m in matches:
+            if any(a <= m.start() < b for a, b in skip):
+                continue
+            line_start, line_end = text.rfind("\n", 0, m.start()) + 1, text.find("\n", m.start())
+            line_end = len(text) if line_end < 0 else line_end
+            if _read_later(text, line_end, text[line_start:line_end]):
+                live.append(m)
+        return live
 
     if kind == "operator":
         places = outside(_CPP_CALL.finditer(text))
