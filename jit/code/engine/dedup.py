@@ -6,9 +6,11 @@ that differ only in names, constants and layout have the same signature. Two sou
 near-duplicates when the signatures' Jaccard estimate is at least the threshold.
 
 A MinHash estimate of 128 permutations has a standard error of about 0.027 at J = 0.9, so deciding
-on ``estimate >= threshold`` would keep about half of the pairs at the threshold. The index decides
-on ``estimate >= threshold - MARGIN standard errors`` instead (``decision``): a pair at or above the
-threshold is dropped with probability about 0.98, and pairs a little below it are dropped too.
+on ``estimate >= threshold`` keeps about half of the pairs at the threshold. The index decides on
+``estimate >= threshold - MARGIN standard errors`` instead (``decision``): a pair at the threshold
+is dropped with probability about 0.84 and one at 0.93 with about 0.98 (on 3,000 generated
+kernels, 0.2% are left in a pair at exact Jaccard 0.9, against 3.6% deciding on the bare
+estimate). A wider margin drops more pairs below the threshold and makes a run redraw more.
 
 ``NearDuplicates`` holds the signatures of kept sources: ``find`` names a kept source that a new
 signature nearly duplicates, ``add`` keeps one, ``remove`` forgets one. The index proposes
@@ -44,7 +46,7 @@ DEFAULT_THRESHOLD = 0.9
 # LSH bands are chosen so that a pair right at the threshold is a candidate with probability at
 # least 1 - MISS (datasketch's own optimum misses about two in three pairs at J = 0.9).
 MISS = 0.01
-MARGIN = 2.0  # standard errors of the estimate below the threshold at which a pair counts as near
+MARGIN = 1.0  # standard errors of the estimate below the threshold at which a pair counts as near
 
 
 def shingle_set(source: str) -> set[str]:
