@@ -155,8 +155,11 @@ def _reference_build(record: dict, device: str, backward: bool, replace_backward
     kernel = handle.namespace[record["kernel_name"]]
     module = kernel.module
     set_cpu_options(module, backward=backward)
-    wp.set_module_options({"block_dim": 1} if device == "cpu" else {"optimization_level": None, "fuse_fp": True},
-                          module)
+    # the block_dim the record was extracted with (a tile kernel may need a smaller one)
+    block_dim = 1 if device == "cpu" else ((record["metadata"].get("devices") or {}).get(device) or {}).get("block_dim")
+    cuda = {"optimization_level": None, "fuse_fp": True}
+    wp.set_module_options({"block_dim": block_dim} if device == "cpu" else
+                          dict(cuda, block_dim=block_dim) if block_dim else cuda, module)
     builds: dict = {}
     ir = extract_many([kernel], (device,), backward=backward, builds=builds)[0][device]
     build = builds[device]
@@ -199,14 +202,19 @@ def locate(source: str, piece: str, device: str) -> tuple[int, int]:
     if at >= 0:
         return at, at + len(piece)
     lines = piece.splitlines()
-    at = source.find(lines[0])
-    if at < 0:
-        raise RuntimeError(f"Warp's {device} module source does not hold the record's {lines[0].strip()!r}")
+    # find it by its first line of code: a "// file:line" comment heads every helper alike
+    first = next(n for n, line in enumerate(lines) if not line.lstrip().startswith(("//", "#line")))
+    at = source.find("\n" + lines[first] + "\n") + 1
+    if at <= 0:
+        raise RuntimeError(f"Warp's {device} module source does not hold the record's {lines[first].strip()!r}")
+    lead = "\n".join(lines[:first]) + "\n" if first else ""
+    if lead and source[at - len(lead):at] == lead:
+        at -= len(lead)
     end = at
-    for _ in range(lines.count(lines[-1])):
+    for _ in range(lines.count(lines[-1]) - lines[:first].count(lines[-1])):
         end = source.find("\n" + lines[-1] + "\n", end + 1)
         if end < 0:
-            raise RuntimeError(f"Warp's {device} module source does not close {lines[0].strip()!r}")
+            raise RuntimeError(f"Warp's {device} module source does not close {lines[first].strip()!r}")
     return at, end + 1 + len(lines[-1])
 
 
@@ -263,7 +271,9 @@ def compile_cuda(task: str, record: dict, prediction: str, arch: int = wb.DEFAUL
     """Compile the CUDA module with the prediction in place with NVRTC; the PTX file's path."""
     if not wb.nvrtc_available():
         raise RunError("NVRTC is not available in this Warp build")
-    _, _, options, source = spliced(task, record, prediction)
+    # built as records are extracted, with the module's backward on: the tile library calls a
+    # build declares (libmathdx solvers, say) depend on it, even for a kernel without backward
+    _, _, options, source = spliced(task, record, prediction, backward=True)
     options = dict(options, output_arch=arch)
     path = os.path.abspath(f"module.sm{arch}.ptx")
     _compile(source, "cuda", path, options)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SECONDS = 60.0
-MEMORY_BYTES = 2 << 30  # on top of what the child inherits
+MEMORY_BYTES = 16 << 30  # address space on top of what the child inherits (NVRTC maps gigabytes)
 FILE_BYTES = 256 << 20
 _HEADER = struct.Struct("!Q")
 
