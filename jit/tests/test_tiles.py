@@ -17,7 +17,7 @@ from jit.code.extraction import warp_backend as wb
 from jit.code.synthesis.categories import patterns_tiles as PT
 from jit.code.synthesis.generator import generate
 
-ITEMS = 140  # enough draws that every kind and its main variants appear
+ITEMS = 220  # enough draws that every kind and its main variants appear
 
 
 def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
@@ -62,6 +62,12 @@ def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
     if kind == "axpy":
         beta = v.get("beta", 1.0)
         return {outs[-1].name: v[scalars[0].name] * v["x"] + beta * v["y"]}
+    if kind in ("argmax", "argmin"):
+        x = v[ins[0].name]
+        want = {outs[0].name: x.argmax(1) if kind == "argmax" else x.argmin(1)}
+        if len(outs) == 2:
+            want[outs[1].name] = x.max(1) - x.min(1)
+        return want
     if kind == "symmetrize":
         a = v[ins[0].name]
         return {outs[0].name: 0.5 * (a + a.T)}

@@ -37,6 +37,8 @@ NAMES = {  # kind -> the names a kernel of that kind takes
     "softmax": ("softmax_rows", "row_softmax", "softmax"),
     "log_softmax": ("log_softmax", "log_softmax_rows", "row_log_softmax"),
     "layer_norm": ("layer_norm", "normalize_rows", "layernorm_forward"),
+    "argmax": ("argmax_rows", "predict_labels", "row_argmax"),
+    "argmin": ("argmin_rows", "nearest_candidate", "row_argmin"),
     "rms_norm": ("rms_norm", "rmsnorm_forward", "rms_normalize"),
     "matvec": ("matvec", "gemv", "mat_vec_mul"),
     "dense": ("dense_forward", "linear_layer", "fully_connected"),
@@ -102,10 +104,11 @@ class Writer:
         return name
 
     def annotation(self, p: Param) -> str:
+        spell = self.spell if p.dtype == self.real else {"int32": "int"}.get(p.dtype.name, p.dtype.py)
         if p.kind == "scalar":
-            return self.spell
+            return spell
         kind = "wp.array2d" if p.ndim == 2 else "wp.array"
-        return f"{kind}(dtype={self.spell})"
+        return f"{kind}(dtype={spell})"
 
     def add(self, *lines: str) -> None:
         self.lines += lines
@@ -158,9 +161,12 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     start = f"(i * {span} + k) * {tile}" if span else w.index("start", f"i * {tile}", 0.4)
     loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}, offset={start})"]
     terms = f"{x}_tile"
+    dotted = None  # wp.tile_dot gives the block's partial dot product directly
     if kind == "dot":
         loads.append(f"{other}_tile = wp.tile_load({other}, shape={tile}, offset={start})")
         terms = f"wp.tile_map(wp.mul, {x}_tile, {other}_tile)"
+        if not weights and rng.random() < 0.4:
+            dotted = f"wp.tile_dot({x}_tile, {other}_tile)"
         purpose = f"Dot product of {x} and {other}"
     elif kind == "norm":
         squared = rng.random() < 0.6
@@ -175,6 +181,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
         terms = f"wp.tile_map(wp.mul, {terms}, {weights}_tile)"
         purpose = "Weighted " + purpose[0].lower() + purpose[1:] + f" with weights {weights}"
     reduce = f"wp.tile_sum({terms})" if rng.random() < 0.75 else f"wp.tile_reduce(wp.add, {terms})"
+    reduce = dotted or reduce
     if span:
         w.add(f"partial = wp.tile_zeros(shape=1, dtype={w.spell})", f"for k in range({span}):",
               *(INDENT + line for line in loads), f"{INDENT}partial += {reduce}")
@@ -194,7 +201,10 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
         purpose += f": each block reduces {covers} and adds its partial {'share' if mean else 'sum'} to {total}[0]"
         detail = f"{total} starts at zero"
     base = rng.choice(NAMES[kind][3:] if mean else NAMES[kind][:3])
-    return w.finish(base, [blocks], rng.choice(BLOCK_DIMS), purpose, detail)
+    # |x| has a kink at zero that a finite-difference gradient check steps across; Warp 1.19's adjoints
+    # of tile_reduce and tile_dot disagree with finite differences on the CPU
+    smooth = kind != "l1" and "tile_reduce" not in reduce and "tile_dot" not in reduce
+    return w.finish(base, [blocks], rng.choice(BLOCK_DIMS), purpose, detail, differentiable=smooth)
 
 
 def _softmax(w: Writer, rng: random.Random) -> TileKernel:
@@ -224,6 +234,28 @@ def _softmax(w: Writer, rng: random.Random) -> TileKernel:
     what = "Log-softmax" if log else "Softmax"
     return w.finish(rng.choice(NAMES["log_softmax" if log else "softmax"]), [rows], rng.choice(BLOCK_DIMS),
                     f"{what} of each row of {x}, one block per row", detail)
+
+
+def _argmax(w: Writer, rng: random.Random) -> TileKernel:
+    """The index of each row's largest (or smallest) value, one block per row."""
+    w.use(T.FLOAT32)
+    rows, cols = rng.choice((4, 8, 16)), rng.choice((32, 64))
+    width = w.constant(rng.choice(("NUM_CLASSES", "N", "ROW_SIZE")), cols)
+    largest = rng.random() < 0.6
+    x = w.array(rng.choice(("logits", "scores")) if largest else rng.choice(("distances", "costs")), (rows, cols))
+    labels = w.array(rng.choice(("labels", "predicted")) if largest else rng.choice(("nearest", "best_index")),
+                     (rows,), "out")
+    labels_param = w.params[-1]
+    w.params[-1] = type(labels_param)(labels_param.name, "array", T.INT32, 1, "out", (0.0, 0.0), (rows,))
+    spread = w.array(rng.choice(("spread", "value_range")), (rows,), "out") if rng.random() < 0.4 else None
+    pick = "wp.tile_argmax" if largest else "wp.tile_argmin"
+    w.add(f"row = wp.tile_load({x}[i], shape={width})", f"{labels}[i] = wp.tile_extract({pick}(row), 0)")
+    if spread:
+        w.add(f"{spread}[i] = wp.tile_extract(wp.tile_max(row), 0) - wp.tile_extract(wp.tile_min(row), 0)")
+    what = "largest value (its predicted class)" if largest else "smallest value (the nearest candidate)"
+    detail = f"It writes each row's range, max minus min, to {spread}" if spread else ""
+    return w.finish(rng.choice(NAMES["argmax" if largest else "argmin"]), [rows], rng.choice(BLOCK_DIMS),
+                    f"Index of each row's {what} in {x}, one block per row", detail, differentiable=False)
 
 
 def _layer_norm(w: Writer, rng: random.Random) -> TileKernel:
@@ -290,7 +322,8 @@ def _matvec(w: Writer, rng: random.Random) -> TileKernel:
         purpose = f"Dense layer {y} = {fn}({product}), one block per output row"
     else:
         purpose = f"Matrix-vector product {y} = {product}, one block per row"
-    return w.finish(rng.choice(NAMES["dense" if activation else "matvec"]), [rows], rng.choice(BLOCK_DIMS), purpose)
+    return w.finish(rng.choice(NAMES["dense" if activation else "matvec"]), [rows], rng.choice(BLOCK_DIMS), purpose,
+                    differentiable=activation is None or activation == "wp.tanh")  # relu has a kink at zero
 
 
 def _axpy(w: Writer, rng: random.Random) -> TileKernel:
@@ -401,6 +434,7 @@ def _scan(w: Writer, rng: random.Random) -> TileKernel:
 
 KINDS = {"sum": lambda w, rng: _reduce(w, rng, "sum"), "dot": lambda w, rng: _reduce(w, rng, "dot"),
          "norm": lambda w, rng: _reduce(w, rng, "norm"), "softmax": _softmax, "layer_norm": _layer_norm,
+         "argmax": _argmax,
          "matvec": _matvec, "axpy": _axpy, "transpose": _transpose, "scan": _scan}
 
 
