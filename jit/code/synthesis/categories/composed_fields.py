@@ -109,14 +109,17 @@ def grid_derivatives(rng, name, suffix, complexity):
             what = f"Compute {says(f'central_gradient_{dim}d')} of a scalar field"
     else:
         g, vel = grid(d, ("velocity", "vel", "u"), dim, first_kind="vec")
-        out = d.array(("div", "divergence") if kind == "divergence" else ("vorticity", "curl"), "scalar", "out")
+        rhs = kind == "divergence" and rng.random() < 0.4  # div(u) / dt, the pressure equation's right-hand side
+        names = ("rhs", "pressure_rhs") if rhs else ("div", "divergence") if kind == "divergence" else \
+            ("vorticity", "curl")
+        out = d.array(names, "scalar", "out")
         interior_guard(g, [(out, d.style.lit(0.0))])
         d.gather_here()
         piece_name = f"central_divergence_{dim}d" if kind == "divergence" else "vorticity_2d"
         value = d.use(piece_name, **g.neighbours(vel))["div" if kind == "divergence" else "curl"]
-        if kind == "divergence" and rng.random() < 0.4:
+        if rhs:
             w.comment("the right-hand side of the pressure equation: div(u) / dt")
-            value = w.let(("rhs", "b"), f"{value} / {d.resolve(R.TIME_STEP)}")
+            value = w.let(("b", "rhs_value"), f"{value} / {d.resolve(R.TIME_STEP)}")
             what = f"Compute the pressure right-hand side from {says(piece_name)} of a velocity field"
         else:
             what = f"Compute {says(piece_name)} of a velocity field"

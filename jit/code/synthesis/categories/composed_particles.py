@@ -205,7 +205,10 @@ def spring_network(rng, name, suffix, complexity):
     extra = []
     kind = rng.choices(("none", "energy_total", "energy_each", "strain", "break"), (5, 1, 1, 1, 1))[0]
     if kind.startswith("energy"):
-        e = d.use("spring_energy", stretch=stretch)["e"]
+        # a slack rope stores no energy: the energy follows the force law's stretch
+        stored = w.let(("taut", "stretch_pos"), f"wp.max({stretch}, {d.style.lit(0.0)})") \
+            if law == "tension_only_force" else stretch
+        e = d.use("spring_energy", stretch=stored)["e"]
         if kind == "energy_total":
             energy = d.array(("total_energy", "potential_energy"), "scalar", "out", shape=(1,))
             w.add(f"wp.atomic_add({energy}, 0, {e})")

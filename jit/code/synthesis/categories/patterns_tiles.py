@@ -212,7 +212,8 @@ def _softmax(w: Writer, rng: random.Random) -> TileKernel:
     width = w.constant(rng.choice(("ROW_SIZE", "N", "NUM_CLASSES")), cols)
     x = w.array(rng.choice(("logits", "scores", "x")), (rows, cols))
     temperature = w.scalar("temperature", 0.5, 2.0) if rng.random() < 0.35 else None
-    y = w.array(rng.choice(("probs", "y", "out")), (rows, cols), "out")
+    log = rng.random() < 0.35
+    y = w.array(rng.choice(("log_probs", "log_p", "out")) if log else rng.choice(("probs", "y", "out")), (rows, cols), "out")
     view = rng.random() < 0.5  # a row view x[i], or a (1, N) tile at offset (i, 0)
     shape = f"({width},)" if view else f"(1, {width})"
     w.add(f"row = wp.tile_load({x}[i], shape={width})" if view else
@@ -220,7 +221,6 @@ def _softmax(w: Writer, rng: random.Random) -> TileKernel:
     if temperature:
         w.add(f"row = row * (1.0 / {temperature})" if w.real is T.FLOAT32 else
               f"row = row * ({w.real.py}(1.0) / {temperature})")
-    log = rng.random() < 0.35
     w.add("# subtract the row maximum so that exp cannot overflow", "row_max = wp.tile_max(row)")
     if log:  # log-probabilities: the shifted logits less the log of their exponentials' sum
         w.add(f"shifted = row - wp.tile_broadcast(row_max, shape={shape})",

@@ -32,7 +32,7 @@ def ground_contact(w: Writer, x, ground):
 def sphere_contact(w: Writer, x, center, radius):
     d = w.let(("offset", "r", "d"), f"{x} - {center}")
     dist = w.let(("dist", "distance"), w.length(d))
-    w.comment("the outward normal; a particle at the very center is pushed along an arbitrary axis")
+    w.comment("the outward normal (zero for a particle at the very center, which is not pushed)")
     n = w.let(("normal", "n"), f"{d} / wp.max({dist}, {w.lit(EPS)})")
     return {"n": n, "depth": w.let(("depth", "penetration"), f"{radius} - {dist}")}
 
