@@ -194,7 +194,13 @@ def spring_network(rng, name, suffix, complexity):
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
     stretch = d.use("edge_stretch", inline=True, length=geo["length"])["stretch"]
     law = rng.choice(("hooke_force", "hooke_force", "tension_only_force"))
-    terms = [d.use(law, n=geo["n"], stretch=stretch)["f"]]
+    signed = stretch  # strain is measured on the signed stretch
+    if law == "tension_only_force":  # the taut stretch once, for the force and any stored energy
+        w.comment("a rope pulls when stretched and goes slack when compressed")
+        stretch = w.let(("taut", "stretch_pos"), f"wp.max({stretch}, {d.style.lit(0.0)})")
+        terms = [d.use("hooke_force", n=geo["n"], stretch=stretch)["f"]]
+    else:
+        terms = [d.use(law, n=geo["n"], stretch=stretch)["f"]]
     phrases = [says(law)]
     if rng.random() < 0.5:
         v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
@@ -205,10 +211,7 @@ def spring_network(rng, name, suffix, complexity):
     extra = []
     kind = rng.choices(("none", "energy_total", "energy_each", "strain", "break"), (5, 1, 1, 1, 1))[0]
     if kind.startswith("energy"):
-        # a slack rope stores no energy: the energy follows the force law's stretch
-        stored = w.let(("taut", "stretch_pos"), f"wp.max({stretch}, {d.style.lit(0.0)})") \
-            if law == "tension_only_force" else stretch
-        e = d.use("spring_energy", stretch=stored)["e"]
+        e = d.use("spring_energy", stretch=stretch)["e"]  # a slack rope's taut stretch is zero: no energy
         if kind == "energy_total":
             energy = d.array(("total_energy", "potential_energy"), "scalar", "out", shape=(1,))
             w.add(f"wp.atomic_add({energy}, 0, {e})")
@@ -219,7 +222,7 @@ def spring_network(rng, name, suffix, complexity):
             d.skip_writes.append(f"{energy}[tid] = {d.style.lit(0.0)}")
             extra.append(f"store {says('spring_energy')}")
     elif kind in ("strain", "break"):
-        strain = d.use("edge_strain", stretch=stretch)["strain"]
+        strain = d.use("edge_strain", stretch=signed)["strain"]
         if kind == "strain":
             out = d.array(("strain", "edge_strain"), "scalar", "out")
             w.add(f"{out}[tid] = {strain}")

@@ -46,7 +46,7 @@ CONTACT_STIFFNESS = Role("contact stiffness", "scalar", 100.0, 1000.0, ("contact
 CONTACT_DAMPING = Role("contact damping", "scalar", 0.0, 10.0, ("contact_kd", "k_damping", "contact_damping"),
                        family="contact")
 BUOYANCY = Role("fluid density", "scalar", 0.5, 1.5, ("fluid_density", "rho_fluid"))
-VOLUME = Role("volume", "scalar", 0.01, 0.1, ("volume", "particle_volume", "volumes"), per_item=0.6)
+VOLUME = Role("volume", "scalar", 0.01, 0.1, ("volume", "particle_volume", "volumes"), per_item=1.0)  # one buoyancy for all would be a constant
 
 # colliders
 RESTITUTION = Role("restitution", "scalar", 0.0, 1.0, ("restitution", "bounce", "coefficient_of_restitution"))
