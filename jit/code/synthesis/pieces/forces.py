@@ -131,7 +131,12 @@ def contact_penalty_force(w: Writer, n, length, reach, k):
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a position-based distance constraint projection")
 def distance_projection(w: Writer, n, c, w_i, w_j, relaxation):
     w.comment("pinned pairs (both inverse masses zero) get no correction")
-    s = w.let(("s", "scale"), f"{relaxation} * {c} / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
+    return _pair_corrections(w, n, f"{relaxation} * {c}", w_i, w_j)
+
+
+def _pair_corrections(w: Writer, n, c, w_i, w_j) -> dict[str, str]:
+    """The two ends' corrections of a pair constraint with error ``c``, split by inverse mass."""
+    s = w.let(("s", "scale"), f"{c} / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
     dx_i = w.let(("dx_i", "corr_i"), f"{n} * ({s} * {w_i})")
     return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"-{n} * ({s} * {w_j})")}
 
@@ -188,9 +193,7 @@ def contact_friction_force(w: Writer, n, length, reach, v_rel, vn, kt):
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a one-sided (tether) distance constraint projection")
 def tether_projection(w: Writer, n, c, w_i, w_j, relaxation):
     w.comment("a tether only resists stretching: no correction while shorter than its rest length")
-    s = w.let(("s", "scale"), f"{relaxation} * wp.max({c}, {w.lit(0.0)}) / wp.max({w_i} + {w_j}, {w.lit(EPS)})")
-    dx_i = w.let(("dx_i", "corr_i"), f"{n} * ({s} * {w_i})")
-    return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"-{n} * ({s} * {w_j})")}
+    return _pair_corrections(w, n, f"{relaxation} * wp.max({c}, {w.lit(0.0)})", w_i, w_j)
 
 
 # ---------------------------------------------------------------------------------------------
