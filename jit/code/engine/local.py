@@ -115,6 +115,17 @@ def _run_fresh(run: RunSpec, parts: list[Part], workers: int, on_progress) -> li
     return sorted(results, key=lambda r: r["part"])
 
 
+def run_tasks(fn, arguments: list[tuple], workers: int) -> list:
+    """``fn(*args)`` for every ``args``, on ``workers`` forked processes; results in the given order.
+
+    The merge's stages use it: its tasks are independent and read and write files only.
+    """
+    if workers <= 1 or len(arguments) <= 1 or "fork" not in mp.get_all_start_methods():
+        return [fn(*args) for args in arguments]
+    with mp.get_context("fork").Pool(min(workers, len(arguments))) as pool:
+        return pool.starmap(fn, arguments, chunksize=1)
+
+
 def _fresh_part(run: RunSpec, part: Part, queue) -> None:
     _init_worker(queue)
     run.source.run_part(run, part, queue)

@@ -173,6 +173,23 @@ def _collect(pending: dict, tally, on_progress) -> list[dict]:
     return sorted(results, key=lambda r: r["part"])
 
 
+def run_tasks(fn, arguments: list[tuple]) -> list:
+    """``fn(*args)`` for every ``args`` as Ray tasks (1 CPU, retried); results in the given order.
+
+    The merge's stages use it on the cluster the run is connected to. A task that still fails
+    raises ``ClusterError``; the stages' finished outputs are files, kept for ``--resume``.
+    """
+    import ray
+
+    task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=True)(fn)
+    refs = [task.remote(*args) for args in arguments]
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayError as exc:
+        raise ClusterError(f"merge stage {fn.__name__} failed after {MAX_RETRIES} retries: {_reason(exc)}; "
+                           "finished stage outputs are kept, rerun with --resume") from None
+
+
 def _reason(exc: Exception) -> str:
     """One line: the original exception of a task error, else Ray's error type and first line."""
     cause = getattr(exc, "cause", None)

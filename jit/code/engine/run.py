@@ -19,7 +19,7 @@ import time
 
 from jit.code.engine import writers
 from jit.code.engine.stats import run_stats
-from jit.code.engine.local import run_parts
+from jit.code.engine.local import run_parts, run_tasks
 from jit.code.engine.merge import Merge
 from jit.code.engine.output import OutputError, finish, prepare_output  # noqa: F401  (the engine's face)
 from jit.code.engine.plan import Part, PartStats, RunSpec, extend, plan_run  # noqa: F401
@@ -54,6 +54,7 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,14 +71,19 @@ def build_dataset(run: RunSpec, workers: int, quiet: bool = True, command: str =
     parts = plan_run(run)
     progress = Progress(run.count, quiet)
     progress.update(sum(d["records"] for d in done.values()), 0)
-    merge = Merge(run, exclusions)
     growable = getattr(run.source, "growable", False)
+    connected = False
     try:
+        if executor == "ray":
+            from jit.code.engine import ray_executor
+
+            connected = ray_executor.connect(ray_address)
+            merge = Merge(run, exclusions, ray_executor.run_tasks)
+        else:
+            merge = Merge(run, exclusions, lambda fn, arguments: run_tasks(fn, arguments, workers))
         while True:
             todo = [p for p in parts if p.number not in done]
             if executor == "ray":
-                from jit.code.engine import ray_executor
-
                 results = ray_executor.run_parts(run, todo, ray_address, progress.update)
             else:
                 results = run_parts(run, todo, workers, progress.update)
@@ -87,11 +93,19 @@ def build_dataset(run: RunSpec, workers: int, quiet: bool = True, command: str =
             if not growable or run.count is None or unique >= run.count or not parts:
                 break
             parts += extend(parts, run.count - unique, run.shard_size)
+        progress.close()
+        splits = write_dataset(run, merge)
     finally:
         progress.close()
-    splits = write_dataset(run, merge)
+        if connected:
+            import ray
+
+            ray.shutdown()
+            run.source.cleanup()
     seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
     stats = run_stats(run, [done[p.number] for p in parts], merge, seconds, resumed, workers, splits)
+    stats["merge_seconds"]["stats"] = round(time.perf_counter() - t1, 2)
     writers.write_json(os.path.join(run.out, "stats.json"), stats)
     writers.write_card(run.out, stats, run.fmt, command, splits=list(splits))
     finish(run)
@@ -107,22 +121,4 @@ def load_exclusions(path: str):
 def write_dataset(run: RunSpec, merge: Merge) -> dict[str, int]:
     """The merged records as shards, one set per split; returns the records per split."""
     writers.remove_scratch(run.out)
-    if not run.splits:
-        n = len(merge.kept) if run.count is None else min(run.count, len(merge.kept))
-        writers.write_shards(run.out, merge.records(run.count), n, run.shard_size, run.fmt)
-        sizes = {"train": n}
-    else:
-        from jit.code.engine import splits as splitting
-
-        seed = getattr(run.source, "seed", 0)
-        assigned = splitting.assign_splits(merge.records(run.count), dict(run.splits), seed=seed)
-        sizes = {}
-        for name, _ in run.splits:
-            n = sum(1 for s in assigned.values() if s == name)
-            chosen = (r for r in merge.records(run.count) if assigned.get(r["id"]) == name)
-            writers.write_shards(run.out, chosen, n, run.shard_size, run.fmt, split=name)
-            sizes[name] = n
-    for path in writers.data_files(run.out):  # splits of an earlier layout
-        if os.path.basename(path).split("-")[0] not in sizes:
-            os.remove(path)
-    return sizes
+    return merge.write(run.count)

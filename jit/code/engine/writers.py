@@ -19,6 +19,7 @@ import contextlib
 import glob
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -113,10 +114,10 @@ class PartWriter:
         write_json(done_path(self.out, self.part), stats)
 
 
-def write_signatures(path: str, rows: list[np.ndarray]) -> None:
+def write_signatures(path: str, rows: list[np.ndarray] | np.ndarray) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "wb") as f:  # a file object: np.save would add ".npy" to a name
-        np.save(f, np.stack(rows))
+        np.save(f, np.stack(rows) if isinstance(rows, list) else rows)
     os.replace(tmp, path)
 
 
@@ -134,11 +135,12 @@ def remove_scratch(out: str) -> None:
 
 
 def drop_part_records(out: str) -> None:
-    """Delete finished parts' records and signatures (a finished dataset's shards hold them); the
-    completion markers stay, with each part's stats."""
+    """Delete finished parts' records and signatures and the merge's files (a finished dataset's
+    shards hold the records); the completion markers stay, with each part's stats."""
     for path in glob.glob(os.path.join(parts_dir(out), "part-*.jsonl")) + glob.glob(os.path.join(parts_dir(out), "part-*.npy")):
         with contextlib.suppress(OSError):
             os.remove(path)
+    shutil.rmtree(os.path.join(out, WORK, "merge"), ignore_errors=True)
 
 
 def finished_part(out: str, part: int) -> dict | None:
@@ -400,3 +402,72 @@ reads): see `jit/benchmarks/realism.py` for the definitions.
 {cats}
 """
     write_atomic(os.path.join(out, "README.md"), card)
+
+
+# ---------------------------------------------------------------------------------------------
+# the merge's write stages: a part's kept records as pieces of shards, pieces joined into shards
+
+
+def pieces_dir(out: str) -> str:
+    return os.path.join(out, WORK, "merge", "pieces")
+
+
+def piece_path(out: str, split: str, shard: int, part: int) -> str:
+    return os.path.join(pieces_dir(out), f"{split}-{shard:05d}-{part:05d}.jsonl")
+
+
+def write_pieces(out: str, part: int, dest: np.ndarray, placed: list[int], names: list[str], shard_size: int,
+                 layout: str) -> int:
+    """Copy part ``part``'s records to pieces: row ``r`` goes to split ``dest[r]`` (-1: dropped), the
+    ``placed[s]``-th and later records of split ``s`` in order, ``shard_size`` a shard. Lines are
+    copied as they are (a part's lines are the shards' lines). A marker named by ``layout`` makes a
+    rerun skip the part; returns the records written."""
+    marker = os.path.join(pieces_dir(out), f"part-{part:05d}.{layout}.done")
+    if os.path.exists(marker):
+        return int(np.count_nonzero(dest >= 0))
+    os.makedirs(pieces_dir(out), exist_ok=True)
+    chunks: dict[tuple[int, int], list[bytes]] = {}
+    position = list(placed)
+    with open(part_path(out, part), "rb") as f:
+        for row, line in enumerate(f):
+            s = int(dest[row])
+            if s >= 0:
+                chunks.setdefault((s, position[s] // shard_size), []).append(line)
+                position[s] += 1
+    for (s, shard), lines in chunks.items():
+        path = piece_path(out, names[s], shard, part)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.writelines(lines)
+        os.replace(tmp, path)
+    write_atomic(marker, "")
+    return sum(position) - sum(placed)
+
+
+def assemble_shard(out: str, split: str, shard: int, n: int, fmt: str, parts: list[int]) -> str:
+    """Shard ``shard`` of ``n`` of ``split``: its pieces joined in part order, then the pieces deleted.
+
+    A shard whose pieces are gone was assembled by an earlier, interrupted run: it is kept."""
+    path = os.path.join(out, "data", shard_name(shard, n, fmt, split))
+    pieces = [piece_path(out, split, shard, p) for p in parts]
+    if os.path.exists(path) and not any(os.path.exists(p) for p in pieces):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if fmt == "jsonl":
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            for piece in pieces:
+                with open(piece, "rb") as g:
+                    shutil.copyfileobj(g, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    else:
+        records = []
+        for piece in pieces:
+            with open(piece, encoding="utf-8") as g:
+                records += [json.loads(line) for line in g]
+        write_parquet(path, records)
+    for piece in pieces:
+        os.remove(piece)
+    return path

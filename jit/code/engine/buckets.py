@@ -1,0 +1,202 @@
+"""The merge's second stage: tasks over shards of keys, each turning shared keys into edges.
+
+Records are numbered in part order (a record's *position*: its part's first position plus its row),
+and every task reads the part indexes (``part_index``) and keeps only the keys of its shard
+(key hash modulo the shard count), so no task holds more than its shard's keys:
+
+- ``duplicates``: records with the same content id; every copy after the first is a duplicate.
+- ``edges``: records sharing an LSH band value (a bucket) are compared by their MinHash estimate:
+  at or above the near-duplicate decision (``dedup.decision``) they are linked as near-duplicates;
+  with splits on, a pair whose exact Jaccard similarity of normalised 4-gram sets (read from the
+  records themselves) reaches the split threshold is linked for splits, and records sharing a
+  provenance key are linked for splits too.
+
+A bucket's members are compared with the earlier members of other local components only, so a
+bucket of copies costs a pass, not a square. Edges are pairs of positions with a kind; a task's
+output is one ``.npy`` file under a name that says which parts and options it covers, so
+``--resume`` reuses it. What it leaves out: components and what is kept (``merge``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from jit.code.engine import part_index, writers
+
+NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
+ESTIMATE_MARGIN = 0.14  # about four standard errors of the estimate at J = 0.8: pairs further below are not read
+
+
+def _shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
+    return (hashes >> np.uint64(17)) % np.uint64(shards)  # the low bits already chose nothing else
+
+
+def _save(path: str, array: np.ndarray) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        np.save(f, array)
+    os.replace(tmp, path)
+
+
+def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], tag: str) -> str:
+    """Positions of the copies (all but the first) of each content id in this shard."""
+    path = os.path.join(part_index.merge_dir(out), f"duplicates-{tag}-{shard:04d}.npy")
+    if os.path.exists(path):
+        return path
+    ids, positions = [], []
+    for number, start in parts:
+        part_ids, hashes = part_index.load(out, number, "ids", "id_hashes")
+        mine = np.flatnonzero(_shard_of(hashes, shards) == shard)
+        ids.append(part_ids[mine])
+        positions.append(mine.astype(np.int64) + start)
+    ids_all = np.concatenate(ids) if ids else np.array([], dtype="S1")
+    where = np.concatenate(positions) if positions else np.array([], dtype=np.int64)
+    order = np.lexsort((where, ids_all))
+    ids_all, where = ids_all[order], where[order]
+    copies = where[np.flatnonzero(ids_all[1:] == ids_all[:-1]) + 1]
+    _save(path, np.sort(copies))
+    return path
+
+
+class _Records:
+    """Signatures and shingle sets of records by position, read as the task needs them."""
+
+    def __init__(self, out: str, parts: list[tuple[int, int]], positions: np.ndarray):
+        self.out, self.parts = out, parts
+        self.starts = np.array([start for _, start in parts], dtype=np.int64)
+        self.positions = np.unique(positions)
+        self.signatures = self._signatures()
+        self.shingles: dict[int, np.ndarray] = {}
+        self.offsets: dict[int, np.ndarray] = {}
+
+    def _part(self, position: int) -> int:
+        return int(np.searchsorted(self.starts, position, side="right")) - 1
+
+    def _signatures(self) -> np.ndarray:
+        rows = []
+        which = np.searchsorted(self.starts, self.positions, side="right") - 1
+        for p in np.unique(which):
+            number, start = self.parts[p]
+            stored = np.load(part_index.signature_path(self.out, number), mmap_mode="r")
+            rows.append(np.asarray(stored[self.positions[which == p] - start]))
+        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.uint32)
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        return self.signatures[np.searchsorted(self.positions, positions)]
+
+    def shingle_set(self, position: int) -> np.ndarray:
+        if position not in self.shingles:
+            from jit.code.engine.splits import shingle_hashes
+
+            number, start = self.parts[self._part(position)]
+            if number not in self.offsets:
+                self.offsets[number], = part_index.load(self.out, number, "offsets")
+            with open(writers.part_path(self.out, number), "rb") as f:
+                f.seek(int(self.offsets[number][position - start]))
+                record = json.loads(f.readline())
+            self.shingles[position] = shingle_hashes(record.get("python_source") or "")
+        return self.shingles[position]
+
+    def jaccard(self, a: int, b: int) -> float:
+        x, y = self.shingle_set(a), self.shingle_set(b)
+        common = len(np.intersect1d(x, y, assume_unique=True))
+        union = len(x) + len(y) - common
+        return common / union if union else 1.0
+
+
+def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], removed: list[str], tag: str,
+          near_at: float | None, split_at: float | None) -> str:
+    """Near-duplicate and split edges from this shard's buckets and provenance keys."""
+    path = os.path.join(part_index.merge_dir(out), f"edges-{tag}-{shard:04d}.npy")
+    if os.path.exists(path):
+        return path
+    gone = np.unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
+    band_keys, band_positions, key_hashes, key_positions = [], [], [], []
+    for number, start in parts:
+        bands, excluded, provenance = part_index.load(out, number, "bands", "excluded", "provenance")
+        alive = ~excluded
+        alive[gone[(gone >= start) & (gone < start + len(alive))] - start] = False
+        rows, cols = np.nonzero((_shard_of(bands, shards) == shard) & alive[:, None])
+        band_keys.append(bands[rows, cols])
+        band_positions.append(rows.astype(np.int64) + start)
+        if len(provenance):
+            mine = (_shard_of(provenance[:, 1], shards) == shard) & alive[provenance[:, 0].astype(np.int64)]
+            key_hashes.append(provenance[mine, 1])
+            key_positions.append(provenance[mine, 0].astype(np.int64) + start)
+    pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
+    records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
+    found = _compare_pairs(pairs, records, near_at, split_at)
+    for members in groups:
+        found += _compare(members, records, near_at, split_at)
+    pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
+    found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
+    for members in groups:
+        found += [(int(members[0]), int(m), SPLIT) for m in members[1:]]
+    _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
+    return path
+
+
+def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.array([], dtype=dtype)
+
+
+def _runs(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Records sharing a key: (the distinct pairs of keys two records share, the positions of each
+    key more records share, distinct), each in position order."""
+    order = np.lexsort((positions, keys))
+    keys, positions = keys[order], positions[order]
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    starts = np.concatenate(([0], cuts)).astype(np.int64)
+    sizes = np.diff(np.concatenate((starts, [len(keys)])))
+    two = starts[sizes == 2]
+    pairs = np.unique(np.stack([positions[two], positions[two + 1]], axis=1), axis=0) if len(two) else \
+        np.zeros((0, 2), dtype=np.int64)
+    more = {tuple(positions[a:a + n].tolist()) for a, n in zip(starts[sizes > 2].tolist(), sizes[sizes > 2].tolist())}
+    return pairs, [np.array(m, dtype=np.int64) for m in sorted(more)]
+
+
+def _compare_pairs(pairs: np.ndarray, records: _Records, near_at: float | None,
+                   split_at: float | None) -> list[tuple[int, int, int]]:
+    """Edges of buckets of two, all at once."""
+    if not len(pairs):
+        return []
+    estimate = (records.rows(pairs[:, 0]) == records.rows(pairs[:, 1])).mean(axis=1)
+    near = estimate >= near_at if near_at is not None else np.zeros(len(pairs), dtype=bool)
+    found = [(a, b, NEAR) for a, b in pairs[near].tolist()]
+    if split_at is not None:
+        for a, b in pairs[~near & (estimate >= split_at - ESTIMATE_MARGIN)].tolist():
+            if records.jaccard(a, b) >= split_at:
+                found.append((a, b, SPLIT))
+    return found
+
+
+def _compare(members: np.ndarray, records: _Records, near_at: float | None,
+             split_at: float | None) -> list[tuple[int, int, int]]:
+    """Edges within one bucket: each member against the earlier members of other local components."""
+    sigs = records.rows(members)
+    near_label = np.arange(len(members))
+    split_label = np.arange(len(members))
+    found = []
+    for i in range(1, len(members)):
+        estimate = (sigs[:i] == sigs[i]).mean(axis=1)
+        if near_at is not None:
+            linked = np.flatnonzero((estimate >= near_at) & (near_label[:i] != near_label[i]))
+            if len(linked):
+                labels, first = np.unique(near_label[linked], return_index=True)
+                found += [(int(members[linked[f]]), int(members[i]), NEAR) for f in first]
+                near_label[np.isin(near_label, labels)] = near_label[i] = min(labels.min(), near_label[i])
+                labels = np.unique(split_label[linked])
+                split_label[np.isin(split_label, labels)] = split_label[i] = min(labels.min(), split_label[i])
+        if split_at is not None:
+            maybe = np.flatnonzero((estimate >= split_at - ESTIMATE_MARGIN) & (split_label[:i] != split_label[i]))
+            for j in maybe[np.argsort(-estimate[maybe], kind="stable")].tolist():
+                if split_label[j] == split_label[i]:
+                    continue
+                if records.jaccard(int(members[j]), int(members[i])) >= split_at:
+                    found.append((int(members[j]), int(members[i]), SPLIT))
+                    low = min(split_label[j], split_label[i])
+                    split_label[np.isin(split_label, (split_label[j], split_label[i]))] = low
+    return found
