@@ -508,6 +508,8 @@ def _run_with_sentinel(specs, module: str) -> dict:
                     args.append(bound[arg["name"]])
                 else:
                     v = values[arg["name"]]
+                    if isinstance(v, np.ndarray) and v.size > 1:  # a vector or transform value
+                        v = getattr(wp, arg["dtype"])(*v.ravel().tolist())
                     args.append(v.item() if isinstance(v, np.ndarray) else v)
             wp.launch(handle.namespace[spec.name], dim=spec.metadata["launch"]["dim"], inputs=args, device="cpu")
             results[spec.name] = {k: a.numpy() for k, a in bound.items()}

@@ -47,6 +47,7 @@ class Arg:
     shape: tuple[int, ...] = ()
     range: tuple[float, float] = (-2.0, 2.0)
     build: dict | None = None  # a runtime object's recipe (``objects``): the argument is its handle
+    field_ranges: dict | None = None  # a struct's fields that take their own range: name -> (lo, hi)
 
     @property
     def is_array(self) -> bool:
@@ -104,8 +105,9 @@ def plan_from_metadata(kernel, metadata: dict) -> Plan:
             raise NotRunnable(f"argument {name} is a runtime object handle")
         _check_type(name, t)
         shape = tuple(info.get("shape") or launch["dim"][: getattr(t, "ndim", 0)])
+        fields = {k: tuple(v) for k, v in (info.get("field_ranges") or {}).items()} or None
         args.append(Arg(name, t, info.get("role", "in"), shape, tuple(info.get("range") or (-2.0, 2.0)),
-                        _recipe(name, info.get("build"), described)))
+                        _recipe(name, info.get("build"), described), fields))
     return Plan(list(launch["dim"]), launch.get("block_dim"), args)
 
 
@@ -174,12 +176,14 @@ def zeros(t, shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(shape + _components(t), _numpy_dtype(t))
 
 
-def random_value(rng: np.random.Generator, t, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
-    """Random numpy data for ``shape`` elements of type ``t``; quaternions (and rotations) are unit."""
+def random_value(rng: np.random.Generator, t, shape: tuple[int, ...], lo: float, hi: float,
+                 fields: dict | None = None) -> np.ndarray:
+    """Random numpy data for ``shape`` elements of type ``t``; quaternions (and rotations) are unit.
+    A struct's fields take ``lo``..``hi`` unless ``fields`` gives one its own range."""
     if _is_struct(t):
         out = zeros(t, shape)
         for name, ft in _struct_fields(t).items():
-            out[name] = random_value(rng, ft, shape, lo, hi)
+            out[name] = random_value(rng, ft, shape, *(fields or {}).get(name, (lo, hi)))
         return out
     npt, full = _numpy_dtype(t), shape + _components(t)
     if npt == np.bool_:
@@ -208,7 +212,8 @@ def random_values(plan: Plan, rng: np.random.Generator) -> dict[str, np.ndarray]
         if a.build is not None:
             out[a.name] = np.zeros((), np.uint64)
         else:
-            out[a.name] = zeros(a.dtype, shape) if a.role == "out" else random_value(rng, a.dtype, shape, *a.range)
+            out[a.name] = (zeros(a.dtype, shape) if a.role == "out"
+                           else random_value(rng, a.dtype, shape, *a.range, fields=a.field_ranges))
     return out
 
 

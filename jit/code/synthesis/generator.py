@@ -172,6 +172,8 @@ def arg_info(p: Param, dims: list[int], build: dict | None = None) -> dict:
         info["build"] = dict(build)
     if p.dtype.kind == "struct":
         info["fields"] = struct_fields(p.dtype)
+        if getattr(p, "field_ranges", None):
+            info["field_ranges"] = {n: list(r) for n, r in p.field_ranges.items()}
     return info
 
 

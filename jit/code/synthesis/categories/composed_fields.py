@@ -332,7 +332,7 @@ def sph_fluid(rng, name, suffix, complexity):
 def reduce_particles(rng, name, suffix, complexity):
     d = draft(rng, suffix, style(rng, f64=0.3, dim2=0.3), ())
     w = d.w
-    its = items(d, "particles", (16, 32, 64, 128), ("num_particles", "count"), guard=0.3)
+    its = items(d, "particles", (16, 32, 64, 128), ("num_particles", "count"), guard=0.15)
     d.gather_here()
     kind = rng.choice(("energy", "energy", "momentum", "com", "max_speed", "bounds"))
     terms = {"energy": pick_weighted(rng, ["kinetic_energy", "potential_energy"], 2 if rng.random() < 0.5 else 1),
@@ -403,7 +403,7 @@ def particle_grid_transfer(rng, name, suffix, complexity):
     d = draft(rng, suffix, style(rng, f64=0.15, dim2=0.5), ("GridParams", "TransferParams"))
     w, st = d.w, d.style
     dim = st.dim
-    its = items(d, "particles", (32, 64, 100, 128), ("num_particles", "n"), guard=0.3)
+    its = items(d, "particles", (32, 64, 100, 128), ("num_particles", "n"), guard=0.15)
     shape = grid_shape(rng, dim)
     x = d.array(R.POSITION.names, "vec", lo=-0.5, hi=0.5)
     d.gather_here()
@@ -469,12 +469,14 @@ def grid_source(rng, name, suffix, complexity):
     out = d.array((f"{field}_out", f"{field}_new"), "scalar", "out")
     d.gather_here()
     origin, dx = d.resolve(Role("grid origin", "vec", -1.0, -0.5, ("origin", "grid_lower"))), d.resolve(R.CELL_SIZE)
-    center = d.resolve(Role("emitter center", "vec", -0.5, 0.5, ("emitter_center", "source_center", "center")))
+    paint = rng.random() < 0.5
+    center = d.resolve(Role("brush center", "vec", -0.5, 0.5, ("brush_center", "brush_pos", "center")) if paint else
+                       Role("emitter center", "vec", -0.5, 0.5, ("emitter_center", "source_center", "center")))
     pos = w.let(("pos", "cell_pos", "x"), f"{origin} + {st.vec(*(st.cast(c) for c in 'ijk'[:dim]))} * {dx}")
     dist = w.let(("dist", "r"), w.length(f"{pos} - {center}"))
     weight = d.use("smooth_falloff", dist=dist)["weight"]
     c = w.let(("c", "value"), g.read(field))
-    if rng.random() < 0.5:
+    if not paint:
         rate, dt = d.resolve(Role("emission rate", "scalar", 0.5, 5.0, ("rate", "emission_rate", "strength"))), \
             d.resolve(R.TIME_STEP)
         value = w.let(("c_new", "value_new"), f"{c} + {rate} * {weight} * {dt}")
@@ -488,5 +490,6 @@ def grid_source(rng, name, suffix, complexity):
         amount = d.resolve(Role("brush value", "scalar", 0.5, 2.0, ("amount", "brush_value", "target")))
         w.add(f"{out}[{g.at}] = wp.max({c}, {amount} * {weight})")
         purpose = f"Paint a brush with {says('smooth_falloff')} into a {dim}D grid (keeping the larger value)"
-    return d.finish(rng.choice(("add_source", "emit", "apply_brush")), list(g.shape), purpose,
+    return d.finish(rng.choice(("paint_brush", "apply_brush") if paint else ("add_source", "emit")), list(g.shape),
+                    purpose,
                     tids=list("ijk"[:dim]))

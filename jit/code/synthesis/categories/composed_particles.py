@@ -168,7 +168,7 @@ def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str,
     st = style(rng, f64=0.15)
     d = draft(rng, suffix, st, groups)
     n_particles = rng.choice((16, 32, 64))
-    its = items(d, noun, (24, 48, 64, 96, 128), (f"num_{noun}", f"{noun[:-1]}_count"), guard=0.25)
+    its = items(d, noun, (24, 48, 64, 96, 128), (f"num_{noun}", f"{noun[:-1]}_count"), guard=0.12)
     masked = active_mask(d, noun) if maskable else ""
     i, j = endpoints(d, n_particles, its.n, noun)
     d.gather_here()
@@ -202,7 +202,7 @@ def spring_network(rng, name, suffix, complexity):
     else:
         terms = [d.use(law, n=geo["n"], stretch=stretch)["f"]]
     phrases = [says(law)]
-    if rng.random() < 0.5:
+    if law != "tension_only_force" and rng.random() < 0.5:  # a slack rope must not push: no damper on it
         v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
         terms.append(d.use("spring_damping_force", n=geo["n"], v_i=f"{v}[{i}]", v_j=f"{v}[{j}]")["f"])
         phrases.append(says("spring_damping_force"))
@@ -312,7 +312,8 @@ def distance_constraints(rng, name, suffix, complexity):
               "accumulating the corrections of both particles"
     if extra:
         purpose += f"; {join(extra)}"
-    base = rng.choice(("solve_distance_constraints", "solve_springs", "project_edges", "solve_edges"))
+    base = rng.choice(("solve_distance_constraints", "project_edges", "solve_edges")
+                      if solver != "tether_projection" else ("solve_tethers", "project_tethers"))
     return d.finish(base, [its.launch], purpose)
 
 
@@ -385,7 +386,8 @@ def pbd_update(rng, name, suffix, complexity):
         forces = [f for f in chosen if f in PARTICLE_FORCES]
         if forces:
             f = total(d, [d.use(name_, x=x, v=v)["f"] for name_ in forces], ("f", "force", "f_total"))
-            a = d.use(rng.choice(("acceleration_from_inverse_mass", "acceleration_from_mass")), f=f)["a"]
+            # position-based solvers pin particles by a zero inverse mass: never divide by a mass here
+            a = d.use("acceleration_from_inverse_mass", f=f)["a"]
             loads = join(["gravity", *(says(f_) for f_ in forces)])
         else:
             a, loads = d.resolve(R.GRAVITY), "gravity"
@@ -411,7 +413,7 @@ def pbd_update(rng, name, suffix, complexity):
 def triangle_forces(rng, name, suffix, complexity):
     d = draft(rng, suffix, style(rng, f64=0.15, dims=(3,)), ("AeroParams", "ClothParams"))
     w, st = d.w, d.style
-    its = items(d, "triangles", (16, 32, 64), ("num_triangles", "tri_count"), guard=0.25)
+    its = items(d, "triangles", (16, 32, 64), ("num_triangles", "tri_count"), guard=0.12)
     n_particles = rng.choice((16, 32, 64))
     hi = n_particles - 1
     if rng.random() < 0.5:
@@ -428,8 +430,10 @@ def triangle_forces(rng, name, suffix, complexity):
     loads = pick_weighted(rng, ["normal_drag_force", "inflation_force"], rng.choice((1, 1, 2)))
     store = rng.choice((None, None, None, None, "n", "area"))
     geo = {}  # the unit normal and area, computed once for whoever needs them
-    if "normal_drag_force" in loads or store == "n":
-        geo = d.use("triangle_normal_area", a=a) if store == "area" else d.use("triangle_normal", a=a)
+    if "normal_drag_force" in loads:  # drag needs the face's unit normal and its area
+        geo = d.use("triangle_normal_area", a=a)
+    elif store == "n":
+        geo = d.use("triangle_normal", a=a)
     elif store == "area":
         geo = {"area": w.let(("area", "tri_area"), f"wp.length({a})")}
     terms, phrases, wind = [], [], ""
@@ -442,7 +446,7 @@ def triangle_forces(rng, name, suffix, complexity):
                 v_face = w.let(("v_rel", "v_air"), f"{v_face} - {d.resolve(R.WIND)}")
                 wind = " in a wind"
             phrases.append(says(load))
-            terms.append(d.use(load, a=a, n=geo["n"], v_rel=v_face)["f"])
+            terms.append(d.use(load, area=geo["area"], n=geo["n"], v_rel=v_face)["f"])
         else:
             terms.append(d.use(load, a=a)["f"])
             phrases.append(says(load))
@@ -524,7 +528,7 @@ EMIT_SPEED = Role("emission speed", "scalar", 0.5, 3.0, ("emit_speed", "launch_s
 def emit_particles(rng, name, suffix, complexity):
     d = draft(rng, suffix, style(rng, f64=0.0, dim2=0.3), ("EmitterParams", "Emitter"))
     w, st = d.w, d.style
-    its = items(d, "particles", (32, 64, 100, 128), ("num_particles", "max_particles"), guard=0.3)
+    its = items(d, "particles", (32, 64, 100, 128), ("num_particles", "max_particles"), guard=0.15)
     x = d.array(R.POSITION.names, "vec", "inout")
     v = d.array(R.VELOCITY.names, "vec", "inout")
     d.gather_here()

@@ -27,7 +27,7 @@ def rigid_draft(rng, suffix, groups: tuple[str, ...]) -> Draft:
 def integrate_bodies(rng, name, suffix, complexity):
     d = rigid_draft(rng, suffix, ("BodyParams", "StepParams"))
     w, st = d.w, d.style
-    its = items(d, "bodies", (4, 8, 16, 32), ("num_bodies", "body_count"), guard=0.3)
+    its = items(d, "bodies", (4, 8, 16, 32), ("num_bodies", "body_count"), guard=0.15)
     packed = rng.random() < 0.5
     in_place = rng.random() < 0.5
     role = "inout" if in_place else "in"
@@ -101,7 +101,7 @@ def integrate_bodies(rng, name, suffix, complexity):
 def body_points(rng, name, suffix, complexity):
     d = rigid_draft(rng, suffix, ())
     w = d.w
-    its = items(d, "points", (16, 32, 64, 100), ("num_points", "point_count"), guard=0.25)
+    its = items(d, "points", (16, 32, 64, 100), ("num_points", "point_count"), guard=0.12)
     n_bodies = rng.choice((1, 4, 8))
     inverse = rng.random() < 0.25
     if inverse:
@@ -177,8 +177,10 @@ def rotate_vectors(rng, name, suffix, complexity):
         omega = d.array(("angular_velocity", "omegas", "spin"), "vec3", lo=-2.0, hi=2.0)
         w_i = w.let(("w", "omega_i"), f"{omega}[tid]")  # its length and its direction: read once
         r = d.use(how, omega=w_i, d=f"{vecs}[tid]")["d"]
-    else:
-        r = d.use(how, d=f"{vecs}[tid]")["d"]
+    else:  # each vector its own axis and angle: one rotation for all would be built by every thread
+        axis = d.array(("axes", "rotation_axes", "spin_axes"), "vec3")
+        angle = d.array(("angles", "rotation_angles"), "scalar", lo=-3.0, hi=3.0)
+        r = d.use(how, axis=f"{axis}[tid]", angle=f"{angle}[tid]", d=f"{vecs}[tid]")["d"]
     purpose = f"Compute {says(how)}"
     if rng.random() < 0.3:
         w.comment("rotations keep lengths up to rounding; normals must stay exactly unit")
@@ -269,7 +271,7 @@ def fem_forces(rng, name, suffix, complexity):
     w, dim = d.w, st.dim
     nv = dim + 1
     noun = "triangles" if dim == 2 else "tetrahedra"
-    its = items(d, noun, (16, 32, 64), (f"num_{noun}", "element_count", "num_elements"), guard=0.25)
+    its = items(d, noun, (16, 32, 64), (f"num_{noun}", "element_count", "num_elements"), guard=0.12)
     n_particles = rng.choice((16, 32, 64))
     hi = n_particles - 1
     layout = rng.choice(("flat", "vector", "table"))
@@ -330,7 +332,7 @@ def material_stress(rng, name, suffix, complexity):
     st = style(rng, f64=0.25, dim2=0.3)
     d = draft(rng, suffix, st, ("Material",))
     w = d.w
-    its = items(d, "points", (16, 32, 64, 100), ("num_points", "n"), guard=0.25)
+    its = items(d, "points", (16, 32, 64, 100), ("num_points", "n"), guard=0.12)
     grad_u = d.array(("grad_u", "displacement_gradient", "du_dx"), "mat", lo=-0.2, hi=0.2)
     d.gather_here()
     F = d.use("deformation_from_displacement", H=f"{grad_u}[tid]")["F"]
@@ -367,7 +369,7 @@ def cast_rays(rng, name, suffix, complexity):
 
     d = draft(rng, suffix, style(rng, f64=0.1, dims=(3,)), ("Scene", "CameraParams"))
     w = d.w
-    its = items(d, "rays", (16, 32, 64, 128), ("num_rays", "ray_count"), guard=0.3)
+    its = items(d, "rays", (16, 32, 64, 128), ("num_rays", "ray_count"), guard=0.15)
     origins = d.array(("origins", "ray_origins", "ray_o"), "vec3", lo=-1.0, hi=1.0)
     dirs = d.array(("directions", "ray_dirs", "ray_d"), "vec3", lo=-1.0, hi=1.0)
     o = w.let(("o", "origin", "ro"), f"{origins}[tid]")
@@ -459,7 +461,7 @@ def cast_rays(rng, name, suffix, complexity):
 def vertex_normals(rng, name, suffix, complexity):
     d = draft(rng, suffix, style(rng, f64=0.15, dims=(3,)), ())
     w = d.w
-    its = items(d, "triangles", (16, 32, 64), ("num_triangles", "num_faces"), guard=0.25)
+    its = items(d, "triangles", (16, 32, 64), ("num_triangles", "num_faces"), guard=0.12)
     n_vertices = rng.choice((16, 32, 64))
     faces = d.array(("indices", "tri_indices"), T.INT32, lo=0, hi=n_vertices - 1, shape=(3 * its.n,))
     verts = [w.let(f"i{a}", f"{faces}[{corner(3, a)}]") for a in range(3)]

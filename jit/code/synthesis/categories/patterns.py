@@ -268,7 +268,7 @@ class Pattern:
         self.add(f"{name} = {expr}", indent=indent)
         return name
 
-    def guard(self, tid: str, extent: str | None, count: tuple[str, int] | None = None, p: float = 0.3) -> None:
+    def guard(self, tid: str, extent: str | None, count: tuple[str, int] | None = None, p: float = 0.15) -> None:
         """Sometimes an early exit for threads past the end (launches are often rounded up).
 
         ``extent`` is an array whose first dimension is the launch size; ``count`` a count

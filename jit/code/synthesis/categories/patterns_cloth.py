@@ -25,9 +25,9 @@ def cloth(rng, name, suffix, complexity):
     kind = rng.choice(("aero", "area", "normals", "bending"))
     x = p.array(rng.choice(("positions", "x", "particle_q")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_vertices,))
     if kind == "bending":
-        p.guard("tid", None, (rng.choice(("num_edges", "num_hinges")), n), p=0.25)
+        p.guard("tid", None, (rng.choice(("num_edges", "num_hinges")), n), p=0.12)
         return _bending(p, x, n_vertices)
-    p.guard("tid", None, (rng.choice(("num_tris", "num_triangles")), n), p=0.25)
+    p.guard("tid", None, (rng.choice(("num_tris", "num_triangles")), n), p=0.12)
     names = element_indices(p, 3, n_vertices)
     # the edge vectors each corner's area gradient crosses with the normal
     opposite = ["x2 - x1", "x0 - x2", "x1 - x0"]
@@ -45,7 +45,7 @@ def cloth(rng, name, suffix, complexity):
         _unit_normal(p)
         forces = p.array(rng.choice(("forces", "particle_f")), T.VEC3F, rng.choice(("out", "inout")),
                          shape=(n_vertices,))
-        return _aero(p, names, forces, n_vertices)
+        return _aero(p, x, names, forces, n_vertices)
     return _area(p, names, opposite, n_vertices)
 
 
@@ -137,7 +137,7 @@ def _vertex_normals(p: Pattern, names: list[str], n_vertices: int, weights: str)
                     purpose=f"Scatter each triangle's {weighting} to its corners for vertex normals")
 
 
-def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
+def _aero(p: Pattern, x: str, names: list[str], forces: str, n_vertices: int):
     """Drag (and lift) of a triangle moving through air, split over its vertices."""
     rng = p.rng
     v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
@@ -147,8 +147,8 @@ def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
         p.add(f"vmid = ({' + '.join(f'{v}[{n}]' for n in names)}) * (1.0 / 3.0)")
     if p.chance(0.5):  # the air moves: what matters is the velocity relative to it
         if p.coin():
-            wind = p.array(rng.choice(("wind", "wind_velocity")), T.VEC3F, shape=(1,))
-            p.add(f"vmid = vmid - {wind}[0]")
+            wind = p.scalar(rng.choice(("wind", "wind_velocity")), T.VEC3F)
+            p.add(f"vmid = vmid - {wind}")
         else:
             wind = p.scalar(rng.choice(("wind_speed", "wind_x")), lo=-2.0, hi=2.0)
             p.add(f"vmid = vmid - wp.vec3({wind}, 0.0, 0.0)")
@@ -159,8 +159,11 @@ def _aero(p: Pattern, names: list[str], forces: str, n_vertices: int):
     p.add(f"f = n * (-{drag} * area * {quad})")
     if p.chance(0.5):
         lift = p.scalar(rng.choice(("k_lift", "lift")), lo=0.0, hi=1.0)
-        p.add(f"f = f - (vmid - n * vn) * ({lift} * area * vn)")
-        p.note("adds lift across the flow")
+        # lift acts across the flow: the part of the normal perpendicular to the relative velocity
+        p.add("speed = wp.length(vmid)", "if speed > 1.0e-6:", f"{INDENT}vdir = vmid / speed",
+              f"{INDENT}lift_dir = wp.cross(wp.cross(n, vdir), vdir)",
+              f"{INDENT}f = f + lift_dir * ({lift} * area * vn * speed)")
+        p.note("adds lift perpendicular to the relative velocity")
     p.add(p.pick("f = f / 3.0", "f = f * (1.0 / 3.0)"), *(f"wp.atomic_add({forces}, {n}, f)" for n in names))
     return p.finish(rng.choice(("eval_aero", "triangle_drag", "cloth_aerodynamics")), p.kb.dims,
                     purpose="Apply quadratic air drag to each cloth triangle, against its normal velocity, "

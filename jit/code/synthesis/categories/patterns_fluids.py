@@ -27,7 +27,7 @@ H_RANGE = (0.3, 0.6)  # the smoothing length's launch range
 
 def poly6(p: Pattern) -> str:
     """The poly6 smoothing kernel's shape (h^2 - r^2)^3 as a ``@wp.func``, zero at and beyond h."""
-    name = p.name(p.rng.choice(("poly6", "density_kernel", "w_poly6")))
+    name = p.name(p.rng.choice(("poly6", "poly6_weight", "w_poly6")))
     p.func(f"""
 @wp.func
 def {name}(r2: float, h: float):
@@ -196,16 +196,21 @@ def _xsph(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
     if averaged:
         p.note("divides by the mean density of each pair")
     out = p.array(rng.choice(("velocities_out", "v_smoothed")), T.VEC3F, "out")
+    report = p.chance(0.3)  # how much the smoothing changed each velocity
+    correction = f"dv * ({eps} * {poly6_coefficient(p)})"
+    if report:  # the applied correction and its size: the same value, named once
+        p.add(f"correction = {correction}")
+        correction = "correction"
     if p.chance(0.35):  # and move the particle with the smoothed velocity
         dt = p.scalar("dt", lo=0.001, hi=0.01)
         x_out = p.array(rng.choice(("positions_out", "x_new")), T.VEC3F, "out")
-        p.add(f"v_new = vi + dv * ({eps} * {poly6_coefficient(p)})", f"{out}[i] = v_new", f"{x_out}[i] = xi + v_new * {dt}")
+        p.add(f"v_new = vi + {correction}", f"{out}[i] = v_new", f"{x_out}[i] = xi + v_new * {dt}")
         p.note("moves each particle with its smoothed velocity")
     else:
-        p.add(f"{out}[i] = vi + dv * ({eps} * {poly6_coefficient(p)})")
-    if p.chance(0.3):  # how much the smoothing changed each velocity
-        change = p.array(rng.choice(("dv_norm", "smoothing_change")), T.FLOAT32, "out")
-        p.add(f"{change}[i] = wp.length(dv) * {eps}")
+        p.add(f"{out}[i] = vi + {correction}")
+    if report:
+        change = p.array(rng.choice(("correction_norm", "smoothing_change")), T.FLOAT32, "out")
+        p.add(f"{change}[i] = wp.length(correction)")
         p.note("writes the size of each correction")
     return (rng.choice(("xsph", "xsph_velocity", "smooth_velocities")),
             "Smooth each particle's velocity by XSPH, towards the poly6-weighted average of its neighbours' within h "

@@ -275,8 +275,8 @@ def _mesh_sdf(p: Pattern, mesh: str, x: str, max_dist: str):
     out = p.array(rng.choice(("sdf", "distances")), T.FLOAT32, "out")
     at = "x"
     if p.chance(0.3):  # the mesh is posed by a transform: query in its local frame
-        xform = p.array(rng.choice(("mesh_transform", "shape_X")), T.TRANSFORMF, shape=(1,))
-        p.add(f"x_local = wp.transform_point(wp.transform_inverse({xform}[0]), x)")
+        xform = p.scalar(rng.choice(("mesh_transform", "shape_X")), T.TRANSFORMF)
+        p.add(f"x_local = wp.transform_point(wp.transform_inverse({xform}), x)")
         at = "x_local"
         p.note("queries in the frame of the posed mesh")
     p.add(f"d = {max_dist}")
@@ -384,8 +384,8 @@ def _mesh_raycast(p: Pattern):
     p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
           f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
     if p.coin():
-        cam = p.array(rng.choice(("cam_pos", "camera_origin")), T.VEC3F, shape=(1,))
-        p.add(f"ro = {cam}[0]")
+        cam = p.scalar(rng.choice(("cam_pos", "camera_origin")), T.VEC3F, lo=-0.5, hi=0.5)
+        p.add(f"ro = {cam} + wp.vec3(0.0, 0.0, 4.0)")
     else:
         p.add(f"ro = wp.vec3(0.0, {rng.choice(('0.0', '0.5', '1.0'))}, {rng.choice(('2.0', '4.0', '5.0'))})")
     if p.coin(0.4):
@@ -417,8 +417,8 @@ def _mesh_raycast(p: Pattern):
                             "wp.vec3(0.3333, 0.6667, 0.6667)"))
         p.add(f"color = wp.vec3(wp.max(wp.dot({normal}, {light}), 0.0))", indent=1)
     else:  # a point light: the direction from the hit point
-        light = p.array(rng.choice(("light_pos", "lights")), T.VEC3F, shape=(1,))
-        p.add(f"hit = ro + rd * {t}", f"l = wp.normalize({light}[0] - hit)",
+        light = p.scalar("light_pos", T.VEC3F)
+        p.add(f"hit = ro + rd * {t}", f"l = wp.normalize({light} - hit)",
               f"color = wp.vec3(1.0) * wp.max(wp.dot({normal}, l), 0.0)", indent=1)
     if depth:
         p.add(f"hit_t = {t}", indent=1)

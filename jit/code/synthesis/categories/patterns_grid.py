@@ -121,9 +121,11 @@ def grid_stencil(rng, name, suffix, complexity):
             purpose = f"Take one leapfrog step of the wave equation on a {dims}-D grid"
     elif op == "jacobi":
         div = p.array(rng.choice(("divergence", "rhs", "b")), fl.scalar, ndim=dims)
-        h2 = f"{dx} * {dx}" if dx else f"{fl.lit(1.0)} / ({inv_dx} * {inv_dx})"
         p.add(f"s = {' + '.join(nb)}")
-        value = f"(s - {h2} * {div}[{at}]) / {fl.lit(fmt(2.0 * dims))}"
+        if dx:
+            value = f"(s - {dx} * {dx} * {div}[{at}]) / {fl.lit(fmt(2.0 * dims))}"
+        else:  # divide the right-hand side by 1/dx^2 rather than rebuild dx^2 in every thread
+            value = f"(s - {div}[{at}] / ({inv_dx} * {inv_dx})) / {fl.lit(fmt(2.0 * dims))}"
         if p.chance(0.3):  # weighted Jacobi
             omega = p.scalar(rng.choice(("omega", "relaxation")), lo=0.5, hi=1.0)
             p.add(f"c = {f}[{at}]")

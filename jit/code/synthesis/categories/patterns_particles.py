@@ -35,7 +35,7 @@ def particle_integration(rng, name, suffix, complexity):
         dt = p.scalar("dt", lo=0.001, hi=0.02)
         gravity = fl.up("y", p.scalar("gravity", lo=-9.8, hi=-1.0))
         damping = p.scalar(rng.choice(("damping", "drag", "k_damp")), lo=0.0, hi=0.5)
-    p.guard("tid", x, ("num_particles", n), p=0.3)
+    p.guard("tid", x, ("num_particles", n), p=0.15)
     p.add(*p.pick([f"x = {x}[tid]", f"v = {v}[tid]"], [f"v = {v}[tid]", f"x = {x}[tid]"]))
     forced = rng.random() < 0.75
     mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
@@ -86,15 +86,23 @@ def particle_integration(rng, name, suffix, complexity):
     boundary = rng.choice(("none", "ground", "ground", "box", "sphere"))
     if boundary == "ground":
         restitution = p.scalar("restitution", lo=0.0, hi=1.0)
-        vx = "v[0]"
-        if p.chance(0.4):
-            vx = f"v[0] * ({fl.lit(1.0)} - {p.scalar('friction', lo=0.0, hi=1.0)})"
-        # rebuilt rather than assigned by component: Warp's adjoint of component stores in branches is unreliable
+        vx, vz = "v[0]", "v[2]"
         zero = fl.lit(0.0)
-        p.note("bounces particles off the ground plane y = 0")
+        slide = None
+        if p.chance(0.4):  # friction slows the whole tangential velocity
+            slide = f"{fl.lit(1.0)} - {p.scalar('friction', lo=0.0, hi=1.0)}"
+            if fl.dim == 3:
+                vx, vz = "v[0] * keep", "v[2] * keep"
+            else:
+                vx = f"v[0] * ({slide})"
+            p.note("slows sliding particles by friction")
+        # rebuilt rather than assigned by component: Warp's adjoint of component stores in branches is unreliable;
+        # a particle already moving up keeps its velocity
+        p.note("bounces particles off the ground plane y = 0 with a restitution")
         p.add(f"if x[1] < {zero}:",
+              f"{INDENT}keep = {slide}" if slide and fl.dim == 3 else None,
               f"{INDENT}x = {fl.v}(x[0], {zero}{', x[2]' if fl.dim == 3 else ''})",
-              f"{INDENT}v = {fl.v}({vx}, -v[1] * {restitution}{', v[2]' if fl.dim == 3 else ''})")
+              f"{INDENT}v = {fl.v}({vx}, wp.max(-v[1] * {restitution}, v[1]){', ' + vz if fl.dim == 3 else ''})")
     elif boundary == "box":
         reflect = p.name(rng.choice(("reflect", "bounce", "wall_velocity")))
         half = p.scalar(rng.choice(("box_size", "half_extent", "bound")), lo=0.5, hi=4.0)
@@ -110,11 +118,11 @@ def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
         p.add(f"v = {fl.v}({parts})", f"x = wp.min(wp.max(x, {fl.v}(-{half})), {fl.v}({half}))")
         p.note(f"keeps particles inside the box [-{half}, {half}], reflecting the velocity at its walls")
     elif boundary == "sphere":
-        center = p.array("collider_center", fl.vec, shape=(1,))
+        center = p.scalar("collider_center", fl.vec)
         radius = p.scalar("collider_radius", lo=0.1, hi=1.0)
         # n points out of the sphere; only the inward part of the velocity is removed
-        p.add(f"d = x - {center}[0]", "dist = wp.length(d)", f"if dist < {radius} and dist > {fl.lit(0.0)}:",
-              f"{INDENT}n = d / dist", f"{INDENT}x = {center}[0] + n * {radius}",
+        p.add(f"d = x - {center}", "dist = wp.length(d)", f"if dist < {radius} and dist > {fl.lit(0.0)}:",
+              f"{INDENT}n = d / dist", f"{INDENT}x = {center} + n * {radius}",
               f"{INDENT}v = v - n * wp.min(wp.dot(v, n), {fl.lit(0.0)})")
         p.note("pushes particles out of a spherical collider")
     if in_place:
@@ -174,7 +182,7 @@ def spring_forces(rng, name, suffix, complexity):
     p.kb.dims = [launch_size(rng)]
     n_particles = rng.choice((8, 16, 32))
     pshape = (n_particles,)
-    p.guard("tid", None, (rng.choice(("num_springs", "spring_count")), p.kb.dims[0]), p=0.25)
+    p.guard("tid", None, (rng.choice(("num_springs", "spring_count")), p.kb.dims[0]), p=0.12)
     i, j = endpoints(p, n_particles)
     x = p.array(rng.choice(("positions", "particle_q", "x")), fl.vec, lo=-1.0, hi=1.0, shape=pshape)
     if rng.random() < 0.4:
@@ -197,8 +205,9 @@ def spring_forces(rng, name, suffix, complexity):
         if damped:
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
-            p.add(f"dv = {v}[{j}] - {v}[{i}]", f"f = f + dv * {kd}")
-            p.note("damps the relative velocity of the two ends")
+            # only the rate of stretch is damped: a pair spinning rigidly feels no damping
+            p.add("n = wp.normalize(xj - xi)", f"dv = {v}[{j}] - {v}[{i}]", f"f = f + n * ({kd} * wp.dot(dv, n))")
+            p.note("damps the rate of stretch along the spring")
     else:
         p.add("d = xj - xi", f"l = {p.length('d')}")
         # a spring of zero length has no direction: skip it, or divide by a floor on the length
@@ -280,7 +289,7 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
         p.note("counts the constraints per particle for averaging")
     kind = "compliant distance constraint (one XPBD iteration, the multiplier starting from zero)" if xpbd \
         else "distance constraint"
-    return p.finish(rng.choice(("solve_distance_constraints", "solve_springs", "project_edges")), p.kb.dims,
+    return p.finish(rng.choice(("solve_distance_constraints", "project_edges", "solve_edges")), p.kb.dims,
                     purpose=f"Project each {kind} and accumulate the position corrections, weighted by inverse mass")
 
 

@@ -96,8 +96,8 @@ def camera_ray(p: Pattern, image: str) -> None:
           f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
     cam = p.pick("array", "literal", "param")
     if cam == "array":
-        c = p.array(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5, shape=(1,))
-        p.add(f"ro = {c}[0] + wp.vec3(0.0, 0.0, 4.0)")
+        c = p.scalar(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5)
+        p.add(f"ro = {c} + wp.vec3(0.0, 0.0, 4.0)")
     elif cam == "param":
         dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
         p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
@@ -124,8 +124,7 @@ def shade(p: Pattern, normal: str) -> str:
         p.add(f"shade = {ambient} + (1.0 - {ambient}) * shade")
     albedo = f"wp.vec3({', '.join(fmt(rng.uniform(0.3, 1.0)) for _ in range(3))})"
     if p.coin(0.3):
-        colors = p.array(rng.choice(("albedo", "base_color")), T.VEC3F, lo=0.0, hi=1.0, shape=(1,))
-        albedo = f"{colors}[0]"
+        albedo = p.scalar(rng.choice(("albedo", "base_color")), T.VEC3F, lo=0.0, hi=1.0)
     value = f"{albedo} * shade"
     if p.chance(0.25):  # gamma correction
         value = f"{albedo} * wp.pow(shade, 1.0 / 2.2)" if p.coin() else f"{albedo} * wp.sqrt(shade)"
@@ -174,11 +173,11 @@ def ray_cast(rng, name, suffix, complexity):
     else:
         scene = "an axis-aligned box"
         hit = box_hit(p)
-        lower = p.array("box_lower", T.VEC3F, lo=-1.0, hi=-0.2, shape=(1,))
-        upper = p.array("box_upper", T.VEC3F, lo=0.2, hi=1.0, shape=(1,))
-        p.add(f"t = {hit}(ro, rd, {lower}[0], {upper}[0], t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
+        lower = p.scalar("box_lower", T.VEC3F, lo=-1.0, hi=-0.2)
+        upper = p.scalar("box_upper", T.VEC3F, lo=0.2, hi=1.0)
+        p.add(f"t = {hit}(ro, rd, {lower}, {upper}, t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
         if normal:  # the normal of the face hit, not the direction from the centre
-            p.add(f"{INDENT}n = {box_normal(p)}(ro + rd * t, {lower}[0], {upper}[0])")
+            p.add(f"{INDENT}n = {box_normal(p)}(ro + rd * t, {lower}, {upper})")
     if p.chance(0.5):  # a ground plane below the objects
         ground = p.scalar(rng.choice(("ground_height", "floor_y")), lo=-2.0, hi=-1.0)
         scene += " over a ground plane"

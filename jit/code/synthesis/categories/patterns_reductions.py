@@ -31,8 +31,8 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
     elif kind == "length":
         x = p.array(rng.choice(("positions", "points")), fl.vec)
         if p.coin(0.4):  # distance from a reference point
-            origin = p.array(rng.choice(("origin", "center")), fl.vec, shape=(1,))
-            p.add(f"value = {p.length(f'{x}[tid] - {origin}[0]')}")
+            origin = p.scalar(rng.choice(("origin", "center")), fl.vec)
+            p.add(f"value = {p.length(f'{x}[tid] - {origin}')}")
             kind = "distance"
         else:
             p.add(f"value = {p.length(f'{x}[tid]')}")
@@ -64,7 +64,7 @@ def atomic_reduction(rng, name, suffix, complexity):
     if kind == "strided":
         return _strided_sum(p)
     if not two_d:
-        p.guard("tid", None, (rng.choice(("n", "num_values", "num_items")), p.kb.dims[0]), p=0.2)
+        p.guard("tid", None, (rng.choice(("n", "num_values", "num_items")), p.kb.dims[0]), p=0.1)
     if kind not in ("histogram", "bounds") and p.chance(0.3) and not two_d:
         mask = p.array(rng.choice(("active", "mask", "flags")), T.INT32, lo=0, hi=1)
         p.add(f"if {mask}[tid] == 0:", f"{INDENT}return")

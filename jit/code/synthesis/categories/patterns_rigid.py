@@ -30,7 +30,7 @@ def _integrate_bodies(p: Pattern):
     n = p.kb.dims[0]
     spatial = rng.random() < 0.5
     q = p.array(rng.choice(("body_q", "body_transforms")), T.TRANSFORMF, "inout" if spatial else "in")
-    p.guard("tid", q, ("body_count", n), p=0.3)
+    p.guard("tid", q, ("body_count", n), p=0.15)
     p.add(f"tf = {q}[tid]", "x = wp.transform_get_translation(tf)", "r = wp.transform_get_rotation(tf)")
     if spatial:
         qd = p.array(rng.choice(("body_qd", "body_velocities")), T.SPATIAL_VECTORF, "inout")

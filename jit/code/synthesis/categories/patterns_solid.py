@@ -339,7 +339,7 @@ def fem_elements(rng, name, suffix, complexity):
     dim, m, v = fl.dim, fl.m, fl.v
     n_vertices = rng.choice((8, 16, 32))
     corners = dim + 1
-    p.guard("tid", None, (rng.choice(("num_elements", "element_count")), n), p=0.25)
+    p.guard("tid", None, (rng.choice(("num_elements", "element_count")), n), p=0.12)
     names = element_indices(p, corners, n_vertices)
     x = p.array(rng.choice(("positions", "x", "particle_q")), fl.vec, lo=-1.0, hi=1.0, shape=(n_vertices,))
     p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)))
@@ -355,8 +355,8 @@ def fem_elements(rng, name, suffix, complexity):
         p.add(f"Ds = {m}({entries})")
     dm_inv = p.array(rng.choice(("Dm_inv", "rest_inverse", "inv_rest")), fl.mat, lo=-1.0, hi=1.0)
     # read once: the force needs it again
-    p.add(f"Dm = {dm_inv}[tid]", "F = Ds * Dm")
-    dm = "Dm"
+    dm = "Dm_inv" if dm_inv != "Dm_inv" else "inv_Dm"
+    p.add(f"{dm} = {dm_inv}[tid]", f"F = Ds * {dm}")
     mat = rng.choice(("struct", "params", "arrays"))
     if mat == "struct":
         st = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)

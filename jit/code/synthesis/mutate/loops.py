@@ -65,7 +65,14 @@ def unroll_sites(unit: Unit) -> list[tuple[list, int, range]]:
                     for s in stmt.body
                     for n in ast.walk(s)
                 )
-                if not reads_outside and not assigned:
+                # a comparison of the counter would become one of two constants (``0 == 0``)
+                compared = any(
+                    isinstance(n, ast.Compare)
+                    and any(isinstance(m, ast.Name) and m.id == var for m in ast.walk(n))
+                    for s in stmt.body
+                    for n in ast.walk(s)
+                )
+                if not reads_outside and not assigned and not compared:
                     out.append((body, at, trips))
     return out
 

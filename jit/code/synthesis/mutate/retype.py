@@ -103,11 +103,14 @@ class _UnwrapFloat32(ast.NodeTransformer):
 
 def _wrap_literals(fn: ast.FunctionDef) -> None:
     """Float literals of a function body as float64 (Warp reads a bare one as float32), except
-    the arguments of constructors and casts, which take their type from the call."""
+    the arguments of casts and of constructors made of literals only, which take their type from
+    the call (``wp.vec3d(0.0, 1.0, 0.0)``); a literal beside float64 values is written as one
+    (``wp.vec3d(wp.float64(0.0), x[1], x[2])``)."""
     protected = {
         id(a)
         for n in ast.walk(fn)
-        if isinstance(n, ast.Call) and (is_constructor(wp_attr(n)) or call_name(n) == "float")
+        if isinstance(n, ast.Call)
+        and (call_name(n) == "float" or (is_constructor(wp_attr(n)) and all(is_float_literal(a) for a in n.args)))
         for a in n.args
     }
     for stmt in fn.body:

@@ -47,6 +47,7 @@ class Input:
     value_range: tuple[float, float] = (-1.0, 1.0)
     shape: tuple[int, ...] | None = None
     spelled: str = ""
+    field_ranges: dict[str, tuple[float, float]] | None = None  # a struct's fields, each its own range
 
     def annotation(self) -> str:
         if self.kind == "array":
@@ -98,11 +99,11 @@ class Draft:
         self.w.reserved |= PYTHON_BUILTINS  # a local named ``dir`` or ``sum`` hides the builtin
         self.inputs: list[Input] = []
         self.uniforms: dict[str, Uniform] = {}
+        self.family_per_item: dict[str, bool] = {}  # family -> its values are per item
         self.resolved: dict[Role, str] = {}  # role -> expression of the kernel input bound to it
         self.families: dict[str, int] = {}  # role family -> position of the names it took
         self.structs: list[tuple[WType, str]] = []
         self.group = group  # struct type base name for uniform parameters, or None
-        self.group_range: tuple[float, float] | None = None
         self.helpers = rng.random() < 0.35  # this author factors pieces into @wp.func helpers
         self.used: list[str] = []  # pieces, in order
         self.results: dict[str, str] = {}  # helper -> the name its body gives its result
@@ -130,12 +131,9 @@ class Draft:
         t = self.style.wtype(dtype) if isinstance(dtype, str) else dtype
         name = self.w.fresh(*((names,) if isinstance(names, str) else names))
         token = f"__uniform_{name}__"
-        grouped = False
-        if self.group and groupable:
-            lo_g, hi_g = self.group_range or (lo, hi)
-            lo_g, hi_g = max(lo, lo_g), min(hi, hi_g)
-            if lo_g < hi_g or (lo_g == hi_g and lo == hi):
-                self.group_range, grouped = (lo_g, hi_g), True
+        # every setting goes into the group (each field keeps its own range); the time step
+        # stays a plain parameter, as callers change it per substep
+        grouped = bool(self.group and groupable and name not in TIME_STEPS)
         self.uniforms[name] = Uniform(name, t, lo, hi, token, grouped)
         return token
 
@@ -157,8 +155,12 @@ class Draft:
         """
         if role in self.resolved:
             return self.resolved[role]
+        if per_item is None and role.family in self.family_per_item:  # a family's values vary together
+            per_item = self.family_per_item[role.family]
         if per_item is None:
             per_item = bool(self.item_shape) and self.rng.random() < role.per_item
+        if role.family:
+            self.family_per_item.setdefault(role.family, per_item)
         if not role.names:
             raise ValueError(f"{role.name} is derived inside kernels: a job must bind it")
         pool = names or role.names
@@ -219,7 +221,7 @@ class Draft:
                 return p(self.w, **args)
             self.results[fname] = result
             sig = ", ".join(f"{k}: {self.style.type(role.kind)}" for k, role in p.needs.items())
-            doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if self.rng.random() < 0.5 else []
+            doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if self.rng.random() < 0.3 else []
             body = "\n".join([*doc, *sub.lines, f"{INDENT}return {result}"])
             self.w.funcs[fname] = f"@wp.func\ndef {fname}({sig}):\n{body}"
         (give, role), = p.gives.items()
@@ -278,7 +280,9 @@ class Draft:
         if grouped:
             t = self.struct(self.group, [(u.name, u.dtype) for u in grouped])
             arg = self.w.fresh("params", "sim_params", "config")
-            uniform.append(Input(arg, "struct", t, 0, "in", self.group_range, None, t.name))
+            ranges = {u.name: (u.lo, u.hi) for u in grouped}
+            span = (min(lo for lo, _ in ranges.values()), max(hi for _, hi in ranges.values()))
+            uniform.append(Input(arg, "struct", t, 0, "in", span, None, t.name, ranges))
             for u in grouped:
                 u.value = f"{arg}.{u.name}"
         plain = [u for u in self.uniforms.values() if not u.grouped]

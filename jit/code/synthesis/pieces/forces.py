@@ -226,12 +226,12 @@ def triangle_normal_area(w: Writer, a):
     return {"n": w.let(("n", "normal"), f"{a} / wp.max({area}, {w.lit(EPS)})"), "area": area}
 
 
-@piece("normal_drag_force", needs={"a": VECTOR_AREA, "n": UNIT_NORMAL, "v_rel": VELOCITY, "k": AIR_DRAG},
+@piece("normal_drag_force", needs={"area": AREA, "n": UNIT_NORMAL, "v_rel": VELOCITY, "k": AIR_DRAG},
        gives={"f": FORCE}, says="aerodynamic drag", dims=(3,))
-def normal_drag_force(w: Writer, a, n, v_rel, k):
+def normal_drag_force(w: Writer, area, n, v_rel, k):
     w.comment("the air resists the face moving along its normal, whichever side leads, in proportion to its area")
     vn = w.let(("vn", "v_normal"), f"wp.dot({v_rel}, {n})")
-    return {"f": w.let(("f_drag", "f_air"), f"{a} * (-{k} * {vn} * wp.abs({vn}))")}
+    return {"f": w.let(("f_drag", "f_air"), f"{n} * (-{k} * {area} * {vn} * wp.abs({vn}))")}
 
 
 @piece("inflation_force", needs={"a": VECTOR_AREA, "p": INFLATION}, gives={"f": FORCE},

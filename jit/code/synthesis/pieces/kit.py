@@ -72,7 +72,7 @@ class Items:
     noun: str  # "particles", "springs"
 
 
-def items(d: Draft, noun: str, sizes: tuple[int, ...], count_names: tuple[str, ...], guard: float = 0.35) -> Items:
+def items(d: Draft, noun: str, sizes: tuple[int, ...], count_names: tuple[str, ...], guard: float = 0.15) -> Items:
     """Pick a size; sometimes the launch is rounded up to a multiple of 32 and a count guards it."""
     n = d.rng.choice(sizes)
     d.item_shape = (n,)

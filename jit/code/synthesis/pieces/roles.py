@@ -25,10 +25,10 @@ ENERGY = Role("energy", "scalar", 0.0, 1.0, ("energy",))
 # time and global parameters
 TIME_STEP = Role("time step", "scalar", 0.001, 0.01, ("dt", "delta_time", "time_step"))
 GRAVITY = Role("gravity", "vec", -9.81, -1.0, ("gravity",), axis=1)
-MAX_SPEED = Role("speed limit", "scalar", 1.0, 10.0, ("max_speed", "speed_limit", "max_velocity"))
+MAX_SPEED = Role("speed limit", "scalar", 1.0, 10.0, ("max_speed", "speed_limit"))
 
 # forces and their coefficients
-DRAG = Role("drag coefficient", "scalar", 0.0, 1.0, ("drag", "drag_coefficient", "k_drag"), per_item=0.1)
+DRAG = Role("drag coefficient", "scalar", 0.0, 1.0, ("drag", "drag_coefficient", "k_drag", "drag_coefficients"), per_item=0.1)
 DAMPING = Role("damping rate", "scalar", 0.0, 2.0, ("damping", "damping_rate", "k_damp"))
 WIND = Role("wind velocity", "vec", -2.0, 2.0, ("wind", "wind_velocity", "air_velocity"))
 STIFFNESS = Role("spring stiffness", "scalar", 10.0, 100.0, ("stiffness", "ke", "spring_stiffness"), per_item=0.4,
@@ -89,7 +89,7 @@ YOUNGS = Role("Young's modulus", "scalar", 100.0, 1000.0, ("youngs_modulus", "E"
                family="moduli")
 POISSON = Role("Poisson ratio", "scalar", 0.1, 0.45, ("poisson_ratio", "nu", "k_poisson"), per_item=0.5,
                family="moduli")
-REST_VOLUME = Role("rest volume", "scalar", 0.01, 0.1, ("rest_volume", "element_volume", "rest_area"), per_item=0.8)
+REST_VOLUME = Role("rest volume", "scalar", 0.01, 0.1, ("rest_volume", "element_volume", "rest_area"), per_item=1.0)
 MATRIX = Role("matrix", "mat33", -1.0, 1.0, ("A", "matrices"))
 SPD_MATRIX = Role("symmetric positive definite matrix", "mat33", -1.0, 1.0, ("A", "K"))
 VECTOR3 = Role("right-hand side", "vec3", -1.0, 1.0, ("b", "rhs"))

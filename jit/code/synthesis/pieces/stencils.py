@@ -18,7 +18,7 @@ LAPLACIAN = Role("Laplacian", "scalar")  # derived
 GRADIENT = Role("gradient", "vec")
 DIVERGENCE = Role("divergence", "scalar")
 CURL = Role("vorticity", "scalar")
-WAVE_SPEED = Role("wave speed", "scalar", 0.1, 1.0, ("wave_speed", "c"))
+WAVE_SPEED = Role("wave speed", "scalar", 0.1, 1.0, ("wave_speed", "speed"))
 FEED = Role("feed rate", "scalar", 0.01, 0.06, ("feed", "feed_rate", "F"), family="gray_scott")
 KILL = Role("kill rate", "scalar", 0.04, 0.07, ("kill", "kill_rate", "k"), family="gray_scott")
 DIFFUSION_U = Role("diffusion rate of u", "scalar", 0.1, 0.2, ("diffusion_u", "Du", "d_u"), family="diffusion")
