@@ -1,0 +1,262 @@
+"""Property-check kernels of the ``property_checks`` family hold on their inputs: every kind, run on
+the CPU with inputs drawn from its launch description, prints no failed ``wp.expect_*`` and stores
+what NumPy computes. A kernel broken on purpose does print a failure, so the checks are not vacuous.
+
+Warp prints a failed expect from C to the process's stdout, so the tests read file descriptor 1
+(``capfd``) after flushing C's buffers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import re
+
+import numpy as np
+import pytest
+
+from jit.code.checks.execute import set_cpu_options
+from jit.code.checks.launch import plan_from_metadata, random_values, run_outputs
+from jit.code.extraction import warp_backend as wb
+from jit.code.synthesis.categories import patterns_checks as PC
+from jit.code.synthesis.generator import generate, metadata
+
+PER_KIND = 3  # draws of each kind (its types and optional checks), plus one of each further variant
+FAILED = "Error, expect_"
+
+
+def variant(source: str) -> str:
+    """A kernel's docstring without its types and numbers: what differs between a kind's variants."""
+    doc = re.search(r'"""(.*)"""', source).group(1)
+    return re.sub(r"\d+|float\w*|u?int\w*|vec\w+|mat\w+|quat\w", "", doc)
+
+
+def kernels(per_kind: int = PER_KIND, draws: int = 12) -> list[tuple[str, str, dict]]:
+    """(kind, source, metadata) of the first ``per_kind`` draws of every kind and of any later draw
+    of a variant not seen yet."""
+    out = []
+    for kind in sorted(PC.KINDS):
+        seen: set[str] = set()
+        for n in range(draws):
+            kb = PC.build(kind, random.Random(f"{kind}:{n}"), f"{len(out):08x}")
+            source = kb.source()
+            if n < per_kind or variant(source) not in seen:
+                seen.add(variant(source))
+                out.append((kind, source, metadata(kb, source, "property_checks", 0, n, 0, "medium")))
+    return out
+
+
+def printed(capfd) -> str:
+    ctypes.CDLL(None).fflush(None)  # C's stdout is buffered when it is not a terminal
+    return capfd.readouterr().out
+
+
+def launch_all(handle, items, seed: int = 0) -> list[tuple[str, str, object, dict, dict]]:
+    runs = []
+    for kind, source, meta in items:
+        name = re.search(r"^def (\w+)\(", source, re.MULTILINE).group(1)
+        kernel = handle.namespace[name]
+        plan = plan_from_metadata(kernel, meta)
+        values = random_values(plan, np.random.default_rng([seed, len(runs)]))
+        runs.append((kind, source, plan, values, run_outputs(kernel, plan, values)))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# what NumPy says each kind stores
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate ``v`` by the unit quaternion ``q`` (x, y, z, w: Warp's order)."""
+    u, w = q[..., :3], q[..., 3:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    av, aw, bv, bw = a[..., :3], a[..., 3:], b[..., :3], b[..., 3:]
+    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), aw * bw - np.sum(av * bv, -1, keepdims=True)], -1)
+
+
+def literal(text: str) -> float:
+    """``wp.int16(-20)`` or ``-1.5`` -> the number."""
+    return float(re.sub(r"^wp\.\w+\((.*)\)$", r"\1", text.strip()))
+
+
+def constant(source: str, base: str) -> str:
+    return re.search(rf"^{base}_\w+ = wp\.constant\((.*)\)$", source, re.MULTILINE).group(1)
+
+
+def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarray]:
+    ins = [values[a.name] for a in plan.args if a.role == "in"]
+    outs = plan.outputs()
+    first = outs[0]
+    if kind == "uint_wrap":
+        v, bits = ins[0].astype(np.int64), np.dtype(ins[0].dtype).itemsize * 8
+        if "negated" in source:
+            return {first.name: (-v) % 2**bits}
+        return {first.name: (v + int(re.search(r"wp\.uint\d+\((\d+)\)", source).group(1))) % 2**bits}
+    if kind == "int_division":
+        a = ins[0].astype(np.int64)
+        d = ins[1].astype(np.int64) if len(ins) > 1 else int(re.search(r"// wp\.int\d+\((\d+)\)", source).group(1))
+        want = {first.name: np.floor_divide(a, d)}
+        if len(outs) > 1:
+            want[outs[1].name] = np.fmod(a, d)
+        return want
+    if kind == "bit_identities":
+        op = {"toggled": np.bitwise_xor, "common": np.bitwise_and, "merged": np.bitwise_or}[first.name]
+        return {first.name: op(ins[0], ins[1])}
+    if kind == "shifts":
+        k = int(re.search(r"wp\.u?int\d+\((\d+)\)", source).group(1))
+        x = ins[0]
+        return {first.name: x >> k if "right" in source else (x.astype(np.uint64) << np.uint64(k)).astype(x.dtype)}
+    if kind == "int_conversion":
+        x = ins[0]
+        if first.name in ("squares", "squared"):
+            return {first.name: x.astype(np.int64) ** 2}
+        if np.dtype(values[first.name].dtype).kind == "u":
+            return {first.name: x & (2 ** (values[first.name].dtype.itemsize * 8) - 1)}
+        return {first.name: np.trunc(x.astype(np.float64))}
+    if kind == "minmax":
+        line = next(s for s in source.splitlines() if "clamped = wp.clamp(" in s).strip()
+        _, lo, hi = line[len("clamped = wp.clamp("):-1].split(", ")
+        return {first.name: np.clip(ins[0].astype(np.float64), literal(lo), literal(hi))}
+    if kind == "abs_sign":
+        return {first.name: np.abs(ins[0])}
+    if kind == "rounding":
+        x = ins[0].astype(np.float64)
+        half_away = np.sign(x) * np.floor(np.abs(x) + 0.5)
+        return {first.name: {"floors": np.floor(x), "rounded": half_away, "nearest": np.rint(x),
+                             "truncated": np.trunc(x)}[first.name]}
+    if kind == "precision":
+        if first.name in ("halves", "packed"):
+            return {first.name: ins[0].astype(np.float16)}
+        return {first.name: ins[0].astype(np.float64) * ins[1].astype(np.float64)}
+    if kind == "vec_cross":
+        return {first.name: np.cross(ins[0], ins[1])}
+    if kind == "vec_normalize":
+        length = np.linalg.norm(ins[0].astype(np.float64), axis=-1, keepdims=True)
+        return {first.name: ins[0] / length if first.name == "units" else length[:, 0]}
+    if kind == "vec_dot":
+        return {first.name: np.sum(ins[0].astype(np.float64) * ins[1], -1)}
+    if kind == "mat_inverse":
+        n = ins[0].shape[-1]
+        A = np.eye(n) + {2: 0.25, 3: 0.15, 4: 0.1}[n] * ins[0].astype(np.float64)
+        if len(ins) > 1:
+            return {first.name: np.linalg.solve(A, ins[1].astype(np.float64)[..., None])[..., 0]}
+        return {first.name: np.linalg.inv(A)}
+    if kind == "mat_rotation":
+        line = next(s for s in source.splitlines() if "R = wp.mat" in s)
+        numbers = [float(x) for x in re.findall(r"-?\d+\.\d+", line)]
+        n = int(len(numbers) ** 0.5)
+        return {first.name: ins[0] @ np.array(numbers).reshape(n, n).T}
+    if kind == "mat_product":
+        AB = ins[0].astype(np.float64) @ ins[1]
+        return {first.name: AB if values[first.name].ndim == 3 else np.linalg.det(AB)}
+    if kind == "mat_outer":
+        a, b = ins[0].astype(np.float64), ins[1].astype(np.float64)
+        if len(ins) > 2:
+            return {first.name: a * np.sum(b * ins[2], -1, keepdims=True)}
+        return {first.name: a[:, :, None] * b[:, None, :]}
+    if kind == "quat_rotate":
+        return {first.name: rotate(ins[0].astype(np.float64), ins[1].astype(np.float64))}
+    if kind == "quat_axis_angle":
+        axis = ins[0] / np.linalg.norm(ins[0].astype(np.float64), axis=-1, keepdims=True)
+        half = ins[1].astype(np.float64)[:, None] / 2.0
+        return {first.name: np.concatenate([axis * np.sin(half), np.cos(half)], -1)}
+    if kind == "quat_compose":
+        return {first.name: quat_mul(ins[0].astype(np.float64), ins[1].astype(np.float64))}
+    if kind == "transform_roundtrip":
+        t = ins[0].astype(np.float64)
+        return {first.name: rotate(t[:, 3:], ins[1].astype(np.float64)) + t[:, :3]}
+    if kind == "bool_logic":
+        a, b = ins[0], ins[1]
+        if values[first.name].dtype.kind == "i":
+            return {first.name: a.astype(np.int32) + b}
+        return {first.name: np.where(a & b, ins[2], 0.0)}
+    if kind == "static_loop":
+        x = ins[0].astype(np.float64)
+        if "DOUBLINGS_" in source or "STEPS_" in source:
+            steps = int(constant(source, "DOUBLINGS" if "DOUBLINGS_" in source else "STEPS"))
+            return {first.name: x * 2.0**steps}
+        if "DEGREE_" in source:
+            coeffs = [float(c) for c in re.findall(r"-?\d+\.\d+", constant(source, "COEFFS" if "COEFFS_" in source else "POLY"))]
+            return {first.name: sum(c * x**k for k, c in enumerate(coeffs))}
+        terms = int(constant(source, "TERMS" if "TERMS_" in source else "N"))
+        return {first.name: sum(x**k for k in range(terms))}
+    assert kind == "struct_frames"
+    body = ins[0]
+    frame = body["frame"]
+    x = ins[1].astype(np.float64) * body["scale"][:, None]
+    return {first.name: rotate(frame["rotation"].astype(np.float64), x) + frame["origin"]}
+
+
+def tolerance(got: np.ndarray, source: str) -> float:
+    if got.dtype.kind in "iub":
+        return 0.0
+    if got.dtype == np.float16:
+        return 0.0  # the same rounding of the same float32
+    return 1e-10 if got.dtype == np.float64 and "float64" in source else 2e-5
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def module():
+    items = kernels()
+    handle = wb.define([source for _, source, _ in items], "jit_synth_test_property_checks")
+    set_cpu_options(handle.module, backward=False)
+    yield handle, items
+    handle.release()
+
+
+def test_every_kind_holds_and_matches_numpy(module, capfd):
+    handle, items = module
+    printed(capfd)
+    runs = launch_all(handle, items)
+    failures = printed(capfd)
+    assert FAILED not in failures, failures[:2000]
+    for kind, source, plan, values, got in runs:
+        want = reference(kind, source, plan, values)
+        assert set(want) == set(got), source
+        for name, expected in want.items():
+            tol = tolerance(got[name], source)
+            np.testing.assert_allclose(got[name].astype(np.float64), np.asarray(expected, np.float64),
+                                       rtol=tol, atol=tol, err_msg=f"{kind}: {name}\n{source}")
+
+
+@pytest.mark.parametrize("kind, broken", [
+    ("mat_inverse", ("wp.inverse(", "wp.transpose(")),  # the transpose inverts only orthogonal matrices
+    ("int_division", (" // ", " / ")),  # / truncates where // floors: negative numerators differ
+    ("uint_wrap", ("~", "")),  # without the inverse, negation or the headroom test are off
+])
+def test_broken_variants_print_failures(kind, broken, capfd):
+    items = [(k, source.replace(*broken), meta) for k, source, meta in kernels(2, 2) if k == kind]
+    assert all(broken[1] in source for _, source, _ in items)
+    handle = wb.define([source for _, source, _ in items], f"jit_synth_test_property_checks_{kind}")
+    try:
+        set_cpu_options(handle.module, backward=False)
+        printed(capfd)
+        launch_all(handle, items)
+        assert printed(capfd).count(FAILED) >= len(items)
+    finally:
+        handle.release()
+
+
+def test_generated_records_carry_kind_and_purpose():
+    kinds = set()
+    for i in range(60):
+        spec = generate(5, i, ["property_checks"])
+        kinds.add(spec.metadata["check_kind"])
+        doc = re.search(r'"""(.*)"""', spec.source).group(1)
+        assert doc.startswith("Check") and doc.endswith(".") and spec.metadata["purpose"].startswith(doc)
+        assert "wp.expect_" in spec.source and spec.metadata["launch"]["runnable"]
+    assert len(kinds) > 15
+
+
+@pytest.mark.parametrize("kind", sorted(PC.KINDS))
+def test_kinds_are_reproducible(kind):
+    a = PC.build(kind, random.Random(1), "00ff00ff")
+    b = PC.build(kind, random.Random(1), "00ff00ff")
+    assert a.source() == b.source() and a.meta == b.meta
