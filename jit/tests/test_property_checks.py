@@ -126,8 +126,8 @@ def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarra
     if kind == "rounding":
         x = ins[0].astype(np.float64)
         half_away = np.sign(x) * np.floor(np.abs(x) + 0.5)
-        return {first.name: {"floors": np.floor(x), "rounded": half_away, "nearest": np.rint(x),
-                             "truncated": np.trunc(x)}[first.name]}
+        return {first.name: {"floors": np.floor(x), "rounded_out": half_away, "nearest_out": np.rint(x),
+                             "truncated_out": np.trunc(x)}[first.name]}
     if kind == "precision":
         if ins[0].dtype == np.float16:
             return {first.name: ins[0].astype(np.float32) * ins[1].astype(np.float32)}

@@ -283,7 +283,7 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
               f"{w.at(w.out(w.pick('halved', 'shifted_out'), t))} = shifted")
         return w.finish(w.pick("test_arithmetic_shift", "check_shift_right_signed"),
                         f"Check that a right shift of {t.name} values floors for every signed input",
-                        f"Shifting by {k} matches // {2**k} and drops exactly the low {k} bits")
+                        f"Shifting by {k} matches // {2**k} and drops exactly the low {'bit' if k == 1 else f'{k} bits'}")
     x = w.load("x", w.array(w.pick("values", "x", "keys"), t, 0, 2 ** min(bits - k, 62) - 1))
     s = typed(t, k)
     if rng.random() < 0.3:
@@ -291,7 +291,7 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
     w.add(f"shifted = {x} << {s}", f"# values below 2**{min(bits - k, 62)} lose no bit at the top")
     what = w.checks([("shifts back", [f"wp.expect_eq(shifted >> {s}, {x})"]),
                      (f"multiplies it by {2**k}", [f"wp.expect_eq(shifted, {x} * {typed(t, 2**k)})"]),
-                     (f"clears the low {k} bits", [f"wp.expect_eq(shifted & {typed(t, 2**k - 1)}, {typed(t, 0)})"])])
+                     (f"clears the low {'bit' if k == 1 else f'{k} bits'}", [f"wp.expect_eq(shifted & {typed(t, 2**k - 1)}, {typed(t, 0)})"])])
     w.add(f"{w.at(w.out(w.pick('shifted_out', 'scaled'), t))} = shifted")
     return w.finish(w.pick("test_shift_left", "check_shift_roundtrip", "test_shift_ops"),
                     f"Check left shifts of {t.name} values by {k} for every input value", f"The shift {what}")
@@ -386,6 +386,14 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
     x = w.load("x", w.array(w.pick("values", "samples", "coords"), t, 0.0 if positive else -8.0, 8.0))
     zero, one, half = typed(t, 0.0), typed(t, 1.0), typed(t, 0.5)
     w.add(f"whole = wp.floor({x})")
+    store = w.pick("floor", "round", "rint", "trunc")
+    local = {"floor": "whole", "round": "rounded", "rint": "nearest", "trunc": "truncated"}[store]
+    if store != "floor":
+        w.add(f"{local} = wp.{store}({x})")
+
+    def call(fn: str) -> str:  # the stored rounding is computed once
+        return local if fn == store else f"wp.{fn}({x})"
+
     fraction = [("x less its floor lies in [0, 1) and adds back exactly",
                  ["# for x >= 0, x less its floor is exact and lies in [0, 1)", f"fraction = {x} - whole",
                   f"wp.expect_eq(fraction >= {zero} and fraction < {one}, True)",
@@ -394,14 +402,13 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
         ("floor is minus the ceil of minus x", [f"wp.expect_eq(whole, -wp.ceil(-{x}))"]),
         *(fraction if positive else []),
         ("trunc is the signed floor of the magnitude",
-         [f"wp.expect_eq(wp.trunc({x}), wp.sign({x}) * wp.floor(wp.abs({x})))"]),
+         [f"wp.expect_eq({call('trunc')}, wp.sign({x}) * wp.floor(wp.abs({x})))"]),
         ("rint and round are within 1/2",
-         ["# rint and round differ only on halves; both are within 1/2", f"wp.expect_near(wp.rint({x}), {x}, {half})",
-          f"wp.expect_near(wp.round({x}), {x}, {half})"]),
+         ["# rint and round differ only on halves; both are within 1/2",
+          f"wp.expect_near({call('rint')}, {x}, {half})", f"wp.expect_near({call('round')}, {x}, {half})"]),
         ("ceil is at most one above floor", [f"wp.expect_eq(wp.ceil({x}) - whole <= {one}, True)"])], keep=1)
-    store = w.pick("whole", "wp.round", "wp.rint", "wp.trunc")
-    out = w.out({"whole": "floors", "wp.round": "rounded", "wp.rint": "nearest", "wp.trunc": "truncated"}[store], t)
-    w.add(f"{w.at(out)} = {store if store == 'whole' else f'{store}({x})'}")
+    out = w.out({"floor": "floors", "round": "rounded_out", "rint": "nearest_out", "trunc": "truncated_out"}[store], t)
+    w.add(f"{w.at(out)} = {local}")
     return w.finish(w.pick("test_rounding", "check_floor_ceil_trunc", "test_round_ops"),
                     f"Check rounding identities of {t.name} values for every {'non-negative ' if positive else ''}input",
                     f"It checks that {what}")
@@ -449,7 +456,7 @@ def _vec_cross(w: Writer, rng: random.Random) -> CheckKernel:
     s = w.pick("float32", "float32", "float64")
     v, f = VECS[3, s], FLOATS[s]
     a = w.load("a", w.array(w.pick("a", "u", "edges_a"), v))
-    b = w.load("b", w.array(w.pick("b", "v", "edges_b"), v))
+    b = w.load("b", w.array(w.pick("b", "rhs", "edges_b"), v))
     tol = tolerance(v, 10.0)
     w.add(f"c = wp.cross({a}, {b})", "# components in [-1, 1]: the products stay below 6, a few roundings each")
     what = w.checks([("is orthogonal to both factors",
@@ -578,17 +585,21 @@ def _mat_product(w: Writer, rng: random.Random) -> CheckKernel:
     B = w.load("B", w.array(w.pick("rhs", "right"), m, -0.5, 0.5))
     tol = tolerance(f)
     w.add(f"AB = {A} @ {B}", "# entries in [-1/2, 1/2]: products and determinants stay below 1")
+    keep_det = rng.random() < 0.5  # store the determinant of the product, or the product itself
+    det = "det_ab" if keep_det else "wp.determinant(AB)"
+    if keep_det:
+        w.add("det_ab = wp.determinant(AB)")
     what = w.checks([
         ("the transpose of a product is the product of transposes reversed",
          [f"wp.expect_near(wp.transpose(AB), wp.transpose({B}) @ wp.transpose({A}), {tol})"]),
         ("the determinant of a product is the product of determinants",
-         [f"wp.expect_near(wp.determinant(AB), wp.determinant({A}) * wp.determinant({B}), {tol})"]),
+         [f"wp.expect_near({det}, wp.determinant({A}) * wp.determinant({B}), {tol})"]),
         ("the trace does not depend on the order", [f"wp.expect_near(wp.trace(AB), wp.trace({B} @ {A}), {tol})"]),
         ("wp.ddot is the trace of A^T B", [f"wp.expect_near(wp.ddot({A}, {B}), wp.trace(wp.transpose({A}) @ {B}), {tol})"])])
-    if rng.random() < 0.5:
-        w.add(f"{w.at(w.out(w.pick('products', 'AB_out'), m))} = AB")
+    if keep_det:
+        w.add(f"{w.at(w.out(w.pick('dets', 'determinants'), f))} = det_ab")
     else:
-        w.add(f"{w.at(w.out(w.pick('dets', 'determinants'), f))} = wp.determinant(AB)")
+        w.add(f"{w.at(w.out(w.pick('products', 'AB_out'), m))} = AB")
     return w.finish(w.pick("test_mat_product", "check_transpose_product", "test_determinant_product"),
                     f"Check identities of {m.name} matrix products for every input pair", f"It checks that {what}")
 
@@ -607,9 +618,10 @@ def _mat_outer(w: Writer, rng: random.Random) -> CheckKernel:
                ("its trace", [f"wp.expect_near(wp.trace(M), wp.dot({a}, {b}), {tol})"])]
     if rng.random() < 0.5:
         x = w.load("c", w.array(w.pick("c", "x"), v))
-        options.insert(0, ("its product with a vector", [f"wp.expect_near(M @ {x}, {a} * wp.dot({b}, {x}), {tol})"]))
+        options.insert(0, ("its product with a vector", [f"applied = M @ {x}",
+                                                          f"wp.expect_near(applied, {a} * wp.dot({b}, {x}), {tol})"]))
         what = w.checks(options, keep=1)
-        w.add(f"{w.at(w.out(w.pick('applied', 'projected'), v))} = M @ {x}")
+        w.add(f"{w.at(w.out(w.pick('applied_out', 'projected'), v))} = applied")
     else:
         what = w.checks(options)
         w.add(f"{w.at(w.out(w.pick('outers', 'M_out'), m))} = M")
