@@ -25,7 +25,7 @@ from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.mutate import launch as L
 from jit.code.synthesis.mutate.infer import differentiable
 
-SEED_DRAWS = 8  # seeds tried before giving up on an item (a draw fails only for tiny seeds)
+SEED_DRAWS = 32  # seeds tried before giving up on an item (about half the draws cannot get far enough from their seed)
 
 
 @dataclass(slots=True)
