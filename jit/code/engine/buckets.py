@@ -11,8 +11,9 @@ and every task reads the part indexes (``part_index``) and keeps only the keys o
   records themselves) reaches the split threshold is linked for splits, and records sharing a
   provenance key are linked for splits too.
 
-A bucket's members are compared with the earlier members of other local components only, so a
-bucket of copies costs a pass, not a square. Edges are pairs of positions with a kind; a task's
+Small buckets are compared as all their pairs, vectorised across buckets; in a large bucket, a member
+is compared with the earlier members of other local components only, so a bucket of copies costs a
+pass, not a square. Edges are pairs of positions with a kind; a task's
 output is one ``.npy`` file under a name that says which parts and options it covers, so
 ``--resume`` reuses it. What it leaves out: components and what is kept (``merge``).
 """
@@ -26,8 +27,15 @@ import numpy as np
 
 from jit.code.engine import part_index, writers
 
+SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its pairs, at once with the others
+# A bucket of more records is left out: such a band value is made of shingles most records share
+# (a kernel's signature line, boilerplate), and comparing it would grow with the square of the count
+# (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M pairs a band). A pair of
+# near-duplicates shares about half the bands, nearly all of them with a value of its own, so it
+# is still found unless every band it shares is such a bucket (kernels that are mostly boilerplate).
+LARGE_BUCKET = 200
 NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
-ESTIMATE_MARGIN = 0.14  # about four standard errors of the estimate at J = 0.8: pairs further below are not read
+ESTIMATE_MARGIN = 0.1  # three standard errors of the estimate at J = 0.8: pairs further below are not read
 
 
 def _shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
@@ -68,24 +76,36 @@ class _Records:
         self.out, self.parts = out, parts
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
         self.positions = np.unique(positions)
-        self.signatures = self._signatures()
+        self.signatures, self.kin = self._read()
         self.shingles: dict[int, np.ndarray] = {}
         self.offsets: dict[int, np.ndarray] = {}
 
     def _part(self, position: int) -> int:
         return int(np.searchsorted(self.starts, position, side="right")) - 1
 
-    def _signatures(self) -> np.ndarray:
-        rows = []
+    def _read(self) -> tuple[np.ndarray, np.ndarray]:
+        """The signatures of ``positions``, and their kin: the smallest hash of a record's provenance
+        keys (records of one kin share a split group whatever their text), else minus its position."""
+        rows, kin = [], []
         which = np.searchsorted(self.starts, self.positions, side="right") - 1
         for p in np.unique(which):
             number, start = self.parts[p]
             stored = np.load(part_index.signature_path(self.out, number), mmap_mode="r")
-            rows.append(np.asarray(stored[self.positions[which == p] - start]))
-        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.uint32)
+            mine = self.positions[which == p] - start
+            rows.append(np.asarray(stored[mine]))
+            provenance, = part_index.load(self.out, number, "provenance")
+            smallest = np.full(len(stored), np.iinfo(np.int64).max, dtype=np.int64)
+            np.minimum.at(smallest, provenance[:, 0].astype(np.int64), (provenance[:, 1] >> np.uint64(1)).astype(np.int64))
+            kin.append(np.where(smallest[mine] == np.iinfo(np.int64).max, -1 - (mine + start), smallest[mine]))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.uint32), np.zeros(0, dtype=np.int64)
+        return np.concatenate(rows), np.concatenate(kin)
 
     def rows(self, positions: np.ndarray) -> np.ndarray:
         return self.signatures[np.searchsorted(self.positions, positions)]
+
+    def kin_of(self, positions: np.ndarray) -> np.ndarray:
+        return self.kin[np.searchsorted(self.positions, positions)]
 
     def shingle_set(self, position: int) -> np.ndarray:
         if position not in self.shingles:
@@ -108,11 +128,14 @@ class _Records:
 
 
 def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], removed: list[str], tag: str,
-          near_at: float | None, split_at: float | None) -> str:
-    """Near-duplicate and split edges from this shard's buckets and provenance keys."""
+          near_at: float | None, split_at: float | None) -> dict:
+    """Near-duplicate and split edges from this shard's buckets and provenance keys:
+    ``{"path", "pairs", "left_out"}`` (pairs compared, buckets left out for their size)."""
     path = os.path.join(part_index.merge_dir(out), f"edges-{tag}-{shard:04d}.npy")
-    if os.path.exists(path):
-        return path
+    counts = f"{path[:-4]}.json"
+    if os.path.exists(path) and os.path.exists(counts):
+        with open(counts, encoding="utf-8") as f:
+            return {"path": path, **json.load(f)}
     gone = np.unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
     band_keys, band_positions, key_hashes, key_positions = [], [], [], []
     for number, start in parts:
@@ -127,16 +150,24 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
             key_hashes.append(provenance[mine, 1])
             key_positions.append(provenance[mine, 0].astype(np.int64) + start)
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
+    left_out = sum(len(g) > LARGE_BUCKET for g in groups)
+    groups = [g for g in groups if len(g) <= LARGE_BUCKET]
     records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
+    small = [g for g in groups if len(g) <= SMALL_BUCKET]
+    pairs = np.unique(np.concatenate([pairs, *(_all_pairs(g) for g in small)]), axis=0)
     found = _compare_pairs(pairs, records, near_at, split_at)
+    compared = len(pairs)
     for members in groups:
-        found += _compare(members, records, near_at, split_at)
+        if len(members) > SMALL_BUCKET:
+            found += _compare(members, records, near_at, split_at)
+            compared += len(members) * (len(members) - 1) // 2
     pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
     found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
     for members in groups:
         found += [(int(members[0]), int(m), SPLIT) for m in members[1:]]
+    writers.write_json(counts, {"pairs": compared, "left_out": left_out})
     _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
-    return path
+    return {"path": path, "pairs": compared, "left_out": left_out}
 
 
 def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
@@ -158,16 +189,28 @@ def _runs(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list[np.
     return pairs, [np.array(m, dtype=np.int64) for m in sorted(more)]
 
 
+def _all_pairs(members: np.ndarray) -> np.ndarray:
+    first, second = np.triu_indices(len(members), 1)
+    return np.stack([members[first], members[second]], axis=1)
+
+
 def _compare_pairs(pairs: np.ndarray, records: _Records, near_at: float | None,
+                   split_at: float | None, chunk: int = 65536) -> list[tuple[int, int, int]]:
+    """Edges between the records of each pair, many pairs at a time."""
+    found = []
+    for start in range(0, len(pairs), chunk):
+        found += _compare_chunk(pairs[start:start + chunk], records, near_at, split_at)
+    return found
+
+
+def _compare_chunk(pairs: np.ndarray, records: _Records, near_at: float | None,
                    split_at: float | None) -> list[tuple[int, int, int]]:
-    """Edges of buckets of two, all at once."""
-    if not len(pairs):
-        return []
     estimate = (records.rows(pairs[:, 0]) == records.rows(pairs[:, 1])).mean(axis=1)
     near = estimate >= near_at if near_at is not None else np.zeros(len(pairs), dtype=bool)
     found = [(a, b, NEAR) for a, b in pairs[near].tolist()]
     if split_at is not None:
-        for a, b in pairs[~near & (estimate >= split_at - ESTIMATE_MARGIN)].tolist():
+        maybe = ~near & (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin_of(pairs[:, 0]) != records.kin_of(pairs[:, 1]))
+        for a, b in pairs[maybe].tolist():
             if records.jaccard(a, b) >= split_at:
                 found.append((a, b, SPLIT))
     return found
@@ -175,10 +218,12 @@ def _compare_pairs(pairs: np.ndarray, records: _Records, near_at: float | None,
 
 def _compare(members: np.ndarray, records: _Records, near_at: float | None,
              split_at: float | None) -> list[tuple[int, int, int]]:
-    """Edges within one bucket: each member against the earlier members of other local components."""
+    """Edges within one large bucket: each member against the earlier members of other local
+    components only, so a bucket of many copies costs a pass, not a square of exact comparisons."""
     sigs = records.rows(members)
     near_label = np.arange(len(members))
-    split_label = np.arange(len(members))
+    _, split_label = np.unique(records.kin_of(members), return_inverse=True)  # one kin, one split group already
+    split_label = split_label.reshape(-1)
     found = []
     for i in range(1, len(members)):
         estimate = (sigs[:i] == sigs[i]).mean(axis=1)
@@ -187,9 +232,8 @@ def _compare(members: np.ndarray, records: _Records, near_at: float | None,
             if len(linked):
                 labels, first = np.unique(near_label[linked], return_index=True)
                 found += [(int(members[linked[f]]), int(members[i]), NEAR) for f in first]
-                near_label[np.isin(near_label, labels)] = near_label[i] = min(labels.min(), near_label[i])
-                labels = np.unique(split_label[linked])
-                split_label[np.isin(split_label, labels)] = split_label[i] = min(labels.min(), split_label[i])
+                _join(near_label, np.append(labels, near_label[i]))
+                _join(split_label, np.append(split_label[linked], split_label[i]))
         if split_at is not None:
             maybe = np.flatnonzero((estimate >= split_at - ESTIMATE_MARGIN) & (split_label[:i] != split_label[i]))
             for j in maybe[np.argsort(-estimate[maybe], kind="stable")].tolist():
@@ -197,6 +241,10 @@ def _compare(members: np.ndarray, records: _Records, near_at: float | None,
                     continue
                 if records.jaccard(int(members[j]), int(members[i])) >= split_at:
                     found.append((int(members[j]), int(members[i]), SPLIT))
-                    low = min(split_label[j], split_label[i])
-                    split_label[np.isin(split_label, (split_label[j], split_label[i]))] = low
+                    _join(split_label, np.array([split_label[j], split_label[i]]))
     return found
+
+
+def _join(label: np.ndarray, labels: np.ndarray) -> None:
+    """Give every member with one of ``labels`` the smallest of them."""
+    label[np.isin(label, labels)] = labels.min()

@@ -27,7 +27,9 @@ order tasks finish, so 1 or 16 workers, locally or on Ray, give the same shards.
 
 LSH proposes the pairs (bands from ``dedup.bands`` at the lower of the two levels): a pair at the
 near-duplicate decision is missed with a probability below 1e-5 with splits on (below 1e-2 without),
-a pair at the split threshold below 2e-3. This process holds counts and arrays over positions
+a pair at the split threshold below 2e-3, as long as it shares a bucket of at most
+``buckets.LARGE_BUCKET`` records (larger ones, made of boilerplate shingles, are left out and counted
+in stats.json's ``merge.large_buckets_left_out``). This process holds counts and arrays over positions
 (a few bytes a record), never ids of all records, signatures or records.
 
 What it leaves out: the parts themselves (``local``, ``ray_executor``) and stats.json (``stats``).
@@ -98,6 +100,7 @@ class Merge:
         self.sizes: dict[int, int] = {}  # part -> records
         self.duplicates = self.near_duplicates = self.excluded = 0
         self.seconds: Counter = Counter()  # wall time per stage
+        self.compared: dict = {}  # pairs compared in buckets, buckets left out for their size
         self.kept = np.zeros(0, dtype=np.int64)  # positions of kept records, in order
         self.groups = np.zeros(0, dtype=np.int64)  # split group (first member) of every position
 
@@ -132,9 +135,11 @@ class Merge:
                               [(self.out, s, shards, starts, tag) for s in range(shards)])
         edges = np.zeros((0, 3), dtype=np.int64)
         if self.keys.bands or self.keys.provenance:
-            paths = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near_at,
+            found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near_at,
                                                           self.split_at) for s in range(shards)])
-            edges = np.concatenate([np.load(p) for p in paths])
+            edges = np.concatenate([np.load(f["path"]) for f in found])
+            self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets_left_out": sum(f["left_out"] for f in found),
+                             "shards": shards}
         t0 = time.perf_counter()
         self._clusters(total, starts, np.concatenate([np.load(p) for p in removed]), edges)
         self.seconds["clusters"] += time.perf_counter() - t0
@@ -146,7 +151,7 @@ class Merge:
 
     def _remove_stale(self, tag: str) -> None:
         """Bucket outputs of an earlier round (before more parts were added) or other options."""
-        for path in glob.glob(os.path.join(part_index.merge_dir(self.out), "*-*-[0-9][0-9][0-9][0-9].npy")):
+        for path in glob.glob(os.path.join(part_index.merge_dir(self.out), "*-*-[0-9][0-9][0-9][0-9].*")):
             if os.path.basename(path).split("-")[1] != tag:
                 os.remove(path)
 

@@ -47,6 +47,7 @@ def run_stats(run: RunSpec, part_stats: list[dict], merge: Merge, seconds: float
         "pairs_per_second": round(new_records / seconds, 2) if seconds > 0 else None,
         "seconds": round(seconds, 2),
         "merge_seconds": {stage: round(t, 2) for stage, t in merge.seconds.items()},
+        "merge": merge.compared,
         "workers": workers,
         "resumed_parts": len(resumed),
         "devices": list(run.devices),

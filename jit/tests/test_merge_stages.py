@@ -1,0 +1,253 @@
+"""The merge as stages: the cluster rule on planted near-duplicate chains, the same shards for 1 and
+2 workers and on Ray, and a merge interrupted in its last stage that resumes where it stopped.
+
+The source makes records without Warp from a list of texts; near-duplicates are planted by editing
+statements of a long kernel, and the MinHash estimates the rule reads are checked first.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from jit.code.analysis.tokens import jaccard
+from jit.code.engine import dedup, merge, writers
+from jit.code.engine import run as engine
+from jit.code.engine.source import Source
+from jit.code.records import Pair, content_id
+
+FUNCS = ["sin", "cos", "tan", "sqrt", "exp", "log", "floor", "ceil", "tanh", "atan", "sign", "round", "erf", "cbrt"]
+OPS = ["+", "-", "*", "/"]
+
+
+def statement(rng: random.Random, k: int) -> str:
+    return (f"    v{k} = wp.{rng.choice(FUNCS)}(a[i] {rng.choice(OPS)} v{rng.randrange(k) if k else 0}) "
+            f"{rng.choice(OPS)} wp.{rng.choice(FUNCS)}(b[i])\n")
+
+
+def kernel(body: list[str], name: str = "k") -> str:
+    return (f"import warp as wp\n\n\n@wp.kernel\ndef {name}(a: wp.array(dtype=float), b: wp.array(dtype=float)):\n"
+            "    i = wp.tid()\n" + "".join(body))
+
+
+def estimate(a: str, b: str) -> float:
+    return dedup.signature(a).jaccard(dedup.signature(b))
+
+
+def chain(seed: int) -> tuple[str, str, str]:
+    """A~B and B~C are near at the 0.9 threshold, A and C are not (by the MinHash estimate)."""
+    at = dedup.decision(0.9)
+    rng = random.Random(seed)
+    for _ in range(200):
+        a = [statement(rng, k) for k in range(16)]
+        b = list(a)
+        for k in rng.sample(range(16), 3):
+            b[k] = statement(rng, k)
+        c = list(b)
+        for k in rng.sample(range(16), 3):
+            c[k] = statement(rng, k)
+        texts = kernel(a), kernel(b), kernel(c)
+        if estimate(texts[0], texts[1]) >= at + 0.015 and estimate(texts[1], texts[2]) >= at + 0.015 \
+                and estimate(texts[0], texts[2]) < at - 0.015:
+            return texts
+    raise AssertionError("no chain found")
+
+
+def unrelated(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [kernel([statement(rng, k) for k in range(rng.randint(6, 14))]) for _ in range(n)]
+
+
+@dataclass(frozen=True)
+class TextSource(Source):
+    """Item i is ``texts[i]``; items of one ``family`` share a seed kernel (so a split)."""
+
+    texts: tuple[str, ...]
+    part: int = 8
+    families: int = 0
+    name = "texts"
+
+    def identity(self) -> dict:
+        return {"texts": len(self.texts)}
+
+    def size(self, run) -> int:
+        return len(self.texts)
+
+    def part_size(self, run) -> int:
+        return self.part
+
+    def run_part(self, run, part, progress=None):
+        stats = engine.PartStats(part.number, part.start, part.stop)
+        out = writers.PartWriter(run.out, part.number)
+        for i in range(part.start, part.stop):
+            source = self.texts[i]
+            meta = {"source": "texts", "index": i}
+            if self.families and i % 3 == 0:
+                meta["seed_kernel"] = {"file": f"f{i % self.families}.py", "name": f"s{i % self.families}"}
+            pair = Pair(id=content_id(source), kernel_name=f"k{i}", category="test", python_source=source,
+                        cpu_forward=f"// item {i}\n", validation={"cpu": "generated"}, metadata=meta)
+            # odd parts come with signature files, as the generator's do; the merge computes the others'
+            out.add(i, pair.to_dict(), dedup.signature(source).hashvalues if part.number % 2 else None)
+        stats.records = len(out)
+        out.finish(stats.to_dict())
+        return stats
+
+
+def build(path, texts, workers=1, executor="local", **options):
+    spec = engine.RunSpec(out=str(path), source=TextSource(tuple(texts), **options.pop("source", {})), devices=("cpu",),
+                          validate="none", checks=(), shard_size=16, **options)
+    assert engine.prepare_output(spec, resume=False, overwrite=False) is False
+    return engine.build_dataset(spec, workers, executor=executor)
+
+
+def kept(path) -> list[int]:
+    return [r["metadata"]["index"] for r in writers.read_dataset(str(path))]
+
+
+def shard_bytes(path) -> dict[str, bytes]:
+    return {p.rsplit("/", 1)[1]: open(p, "rb").read() for p in writers.data_files(str(path))}
+
+
+# ---------------------------------------------------------------------------------------------
+# the cluster rule
+
+
+@pytest.mark.parametrize("order", ["ABC", "ACB", "CBA"])
+def test_a_near_duplicate_chain_is_one_cluster_and_keeps_its_first_record(tmp_path, order):
+    a, b, c = chain(3)
+    named = {"A": a, "B": b, "C": c}
+    others = unrelated(21, 4)
+    # the chain's members in parts 0, 1 and 2 (parts of 8), in the order given
+    texts = others[:3] + [named[order[0]]] + others[3:10] + [named[order[1]]] + others[10:17] + [named[order[2]]] + others[17:]
+    stats = build(tmp_path / "ds", texts, near_dup_threshold=0.9)
+    where = {name: texts.index(named[name]) for name in "ABC"}
+    kept_items = set(kept(tmp_path / "ds"))
+    assert {name for name in "ABC" if where[name] in kept_items} == {order[0]}  # the first in part order
+    assert kept_items >= {i for i in range(len(texts)) if i not in where.values()}
+    assert stats["near_duplicates"]["across_parts"] == 2 and stats["count"] == len(texts) - 2
+
+
+def test_copies_are_duplicates_and_an_excluded_record_links_nothing(tmp_path):
+    a, b, c = chain(3)
+    others = unrelated(14, 5)
+    held_out = tmp_path / "held_out.py"
+    held_out.write_text(others[3])
+    texts = [a] + others[:7] + [b] + others[7:] + [c, a.replace("def k(", "def k_copy(")]  # the copy: A's id
+    stats = build(tmp_path / "ds", texts, near_dup_threshold=0.9, exclude=str(held_out))
+    # the truth: exact Jaccard with the held-out kernel at the exclusion threshold, record by record
+    near_held_out = {i for i, t in enumerate(texts)
+                     if jaccard(dedup.shingle_set(t), dedup.shingle_set(others[3])) >= stats["excluded"]["threshold"]}
+    # as planted: B (item 8) is near the held-out kernel, A and C are not; B, excluded, links nothing
+    assert {4, 8} <= near_held_out and not near_held_out & {0, len(texts) - 2, len(texts) - 1}
+    expected = set(range(len(texts))) - near_held_out - {len(texts) - 1}  # A's copy is a duplicate
+    assert set(kept(tmp_path / "ds")) == expected  # A and C both kept: not near each other
+    assert stats["excluded"]["records"] == len(near_held_out) and stats["rejects"]["duplicate across parts"] == 1
+    assert stats["near_duplicates"]["across_parts"] == 0
+
+
+def test_first_of_components_is_the_smallest_node_of_each_component():
+    rng = np.random.default_rng(0)
+    n = 500
+    pairs = rng.integers(0, n, size=(300, 2))
+    root = merge.first_of_components(n, pairs)
+    parent = list(range(n))
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for x, y in pairs.tolist():
+        rx, ry = find(x), find(y)
+        parent[max(rx, ry)] = min(rx, ry)
+    assert root.tolist() == [find(x) for x in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the same shards whatever runs the stages
+
+
+def planted(n: int = 120) -> list[str]:
+    """Unrelated kernels, some repeated (same id), some renamed (near), a few chains."""
+    texts = unrelated(n, 9)
+    rng = random.Random(10)
+    for i in range(5, n, 7):
+        j = rng.randrange(i)
+        texts[i] = texts[j].replace("v1", "w1") if i % 2 else texts[j].replace("def k(", f"def k{i}(")
+    for seed in (3, 6):
+        a, b, c = chain(seed)
+        texts[rng.randrange(n)], texts[rng.randrange(n)], texts[rng.randrange(n)] = a, b, c
+    return texts
+
+
+OPTIONS = dict(near_dup_threshold=0.9, splits=(("train", 0.8), ("validation", 0.1), ("test", 0.1)),
+               source={"families": 5})
+
+
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory):
+    out = tmp_path_factory.mktemp("w1") / "ds"
+    stats = build(out, planted(), workers=1, **OPTIONS)
+    return out, stats
+
+
+def test_one_and_two_workers_write_the_same_shards(one_worker, tmp_path):
+    out, stats = one_worker
+    two = build(tmp_path / "ds", planted(), workers=2, **OPTIONS)
+    assert shard_bytes(tmp_path / "ds") == shard_bytes(out)
+    assert {name.split("-")[0] for name in shard_bytes(out)} == {"train", "validation", "test"}
+    assert two["splits"] == stats["splits"] and two["rejects"] == stats["rejects"]
+    assert stats["rejects"]["near-duplicate across parts"] > 0 and stats["rejects"]["duplicate across parts"] > 0
+
+
+def test_ray_writes_the_same_shards(one_worker, tmp_path):
+    ray = pytest.importorskip("ray", reason="ray is not installed")
+    out, _ = one_worker
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import a test module
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        build(tmp_path / "ds", planted(), executor="ray", **OPTIONS)
+    finally:
+        ray.shutdown()
+    assert shard_bytes(tmp_path / "ds") == shard_bytes(out)
+
+
+def test_an_interrupted_merge_resumes_its_stages(one_worker, tmp_path, monkeypatch):
+    from jit.code.engine import buckets, part_index
+
+    out, _ = one_worker
+    spec = engine.RunSpec(out=str(tmp_path / "ds"), source=TextSource(tuple(planted()), **OPTIONS["source"]),
+                          devices=("cpu",), validate="none", checks=(), shard_size=16,
+                          **{k: v for k, v in OPTIONS.items() if k != "source"})
+    assert engine.prepare_output(spec, resume=False, overwrite=False) is False
+    assemble, assembled = writers.assemble_shard, []
+
+    def interrupted(*args):  # the run is stopped after two shards of the last stage
+        if len(assembled) == 2:
+            raise KeyboardInterrupt
+        assembled.append(assemble(*args))
+        return assembled[-1]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(writers, "assemble_shard", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            engine.build_dataset(spec, 1)
+    assert engine.prepare_output(spec, resume=True, overwrite=False) is False
+
+    def redone(*args, **kwargs):
+        raise AssertionError("a finished stage task ran again")
+
+    pieces = writers.pieces_dir(spec.out)
+    assert any(name.endswith(".done") for name in os.listdir(pieces))  # parts written as pieces: kept
+    with monkeypatch.context() as patch:  # the index and bucket stages' outputs are reused
+        patch.setattr(part_index, "band_hashes", redone)
+        patch.setattr(buckets, "_compare_pairs", redone)
+        engine.build_dataset(spec, 1)
+    assert shard_bytes(tmp_path / "ds") == shard_bytes(out)
