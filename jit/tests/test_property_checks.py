@@ -131,6 +131,8 @@ def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarra
         return {first.name: {"floors": np.floor(x), "rounded_out": half_away, "nearest_out": np.rint(x),
                              "truncated_out": np.trunc(x)}[first.name]}
     if kind == "precision":
+        if ins[0].dtype == np.int32:
+            return {first.name: (ins[0] + ins[1]).astype(np.float16)}
         if ins[0].dtype == np.float16:
             return {first.name: ins[0].astype(np.float32) * ins[1].astype(np.float32)}
         if first.name in ("halves", "packed"):
@@ -150,7 +152,7 @@ def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarra
             return {first.name: np.linalg.solve(A, ins[1].astype(np.float64)[..., None])[..., 0]}
         return {first.name: np.linalg.inv(A)}
     if kind == "mat_rotation":
-        line = next(s for s in source.splitlines() if "R = wp.mat" in s)
+        line = next(s for s in source.splitlines() if re.search(r" = wp\.mat(22|33)\(", s))
         numbers = [float(x) for x in re.findall(r"-?\d+\.\d+", line)]
         n = int(len(numbers) ** 0.5)
         return {first.name: ins[0] @ np.array(numbers).reshape(n, n).T}
@@ -182,9 +184,11 @@ def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarra
         return {first.name: np.where(a & b, ins[2], 0.0)}
     if kind == "static_loop":
         x = ins[0].astype(np.float64)
-        if "DOUBLINGS_" in source or "STEPS_" in source:
-            steps = int(constant(source, "DOUBLINGS" if "DOUBLINGS_" in source else "STEPS"))
-            return {first.name: x * 2.0**steps}
+        for base in ("DOUBLINGS", "STEPS", "OCTAVES"):
+            if f"{base}_" in source:
+                return {first.name: x * (0.5 if "halving" in source else 2.0) ** int(constant(source, base))}
+        if x.ndim == 2:  # a loop over a vector's components
+            return {first.name: np.sum(x * x, -1)}
         if "DEGREE_" in source:
             coeffs = [float(c) for c in re.findall(r"-?\d+\.\d+", constant(source, "COEFFS" if "COEFFS_" in source else "POLY"))]
             return {first.name: sum(c * x**k for k, c in enumerate(coeffs))}
@@ -192,9 +196,10 @@ def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarra
         return {first.name: sum(x**k for k in range(terms))}
     assert kind == "struct_frames"
     body = ins[0]
-    frame = body["frame"]
-    x = ins[1].astype(np.float64) * body["scale"][:, None]
-    return {first.name: rotate(frame["rotation"].astype(np.float64), x) + frame["origin"]}
+    frame = body[body.dtype.names[0]] if len(body.dtype.names) == 2 else body  # nested, or flat
+    origin, rotation = (frame[n].astype(np.float64) for n in frame.dtype.names[:2])
+    x = ins[1].astype(np.float64) * body[body.dtype.names[-1]][:, None]
+    return {first.name: rotate(rotation, x) + origin}
 
 
 def tolerance(got: np.ndarray, source: str) -> float:

@@ -415,6 +415,16 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
 
 
 def _precision(w: Writer, rng: random.Random) -> CheckKernel:
+    if rng.random() < 0.25:
+        n = w.load("n", w.array(w.pick("counts", "ids", "a"), INTS["int32"], -1000, 1000))
+        m = w.load("m", w.array(w.pick("offsets", "deltas", "b"), INTS["int32"], -1000, 1000))
+        w.add("# integers up to 2048 are exact in float16, and so is the sum of two below 1024",
+              f"half_n = wp.float16({n})", f"wp.expect_eq(wp.int32(half_n), {n})",
+              f"total = half_n + wp.float16({m})", f"wp.expect_eq(wp.int32(total), {n} + {m})",
+              f"{w.at(w.out(w.pick('sums', 'totals'), FLOAT16))} = total")
+        return w.finish(w.pick("test_float16_integers", "check_half_integers"),
+                        "Check that small integers are exact in float16 for every input pair",
+                        "Integers below 1024 convert exactly and add without rounding")
     if rng.random() < 0.3:
         h = w.load("h", w.array(w.pick("halves", "weights_fp16", "a"), FLOAT16, -4.0, 4.0))
         g = w.load("g", w.array(w.pick("gains", "scales_fp16", "b"), FLOAT16, -4.0, 4.0))
@@ -546,34 +556,43 @@ def _mat_inverse(w: Writer, rng: random.Random) -> CheckKernel:
                     f"It checks that {what}")
 
 
-ROTATIONS = ((0.6, 0.8), (0.8, 0.6), (0.28, 0.96), (0.96, 0.28))  # (cos, sin) of Pythagorean triples
+# (cos, sin) from Pythagorean triples: exact decimals, so the matrices are orthogonal to the last bit
+ROTATIONS = ((0.6, 0.8), (0.8, 0.6), (0.28, 0.96), (0.96, 0.28), (0.352, 0.936), (0.936, 0.352), (0.6, -0.8),
+             (0.28, -0.96))
 
 
 def _mat_rotation(w: Writer, rng: random.Random) -> CheckKernel:
     c, s = w.pick(*ROTATIONS)
     n = w.pick(2, 3)
     v = VECS[n, "float32"]
+    R = w.pick("R", "rot", "turn")
     x = w.load("p", w.array(w.pick("points", "positions"), v, -2.0, 2.0))
     axis = 2
     if n == 2:
-        w.add(f"R = wp.mat22({fmt(c)}, {fmt(-s)}, {fmt(s)}, {fmt(c)})")
+        w.add(f"{R} = wp.mat22({fmt(c)}, {fmt(-s)}, {fmt(s)}, {fmt(c)})")
     else:  # about one of the axes: the plane of the other two turns
         axis = rng.randrange(3)
         j, k = [m for m in range(3) if m != axis]
         entries = [["0.0"] * 3 for _ in range(3)]
         entries[axis][axis], entries[j][j], entries[k][k] = "1.0", fmt(c), fmt(c)
         entries[j][k], entries[k][j] = fmt(-s), fmt(s)
-        w.add(f"R = wp.mat33({', '.join(e for row in entries for e in row)})")
-    w.add(f"rotated = R @ {x}", "# points below 3 from the origin: a few float32 roundings")
+        w.add(f"{R} = wp.mat33({', '.join(e for row in entries for e in row)})")
+    w.add(f"rotated = {R} @ {x}", "# points below 3 from the origin: a few float32 roundings")
     options = [("keeps lengths", [f"wp.expect_near(wp.length(rotated), wp.length({x}), 1.0e-5)"]),
                ("is undone by its transpose", ["# a row vector times R applies the transpose, which undoes R",
-                                               f"wp.expect_near(rotated @ R, {x}, 1.0e-5)"])]
+                                               f"wp.expect_near(rotated @ {R}, {x}, 1.0e-5)"])]
     if n == 3:
         options.append((f"leaves {'xyz'[axis]} unchanged", [f"# {'xyz'[axis]} is the rotation axis",
                                                             f"wp.expect_eq(rotated[{axis}], {x}[{axis}])"]))
-    what = w.checks(options)
-    w.add(f"{w.at(w.out(w.pick('rotated_points', 'out'), v))} = rotated")
-    return w.finish(w.pick("test_rotation_matrix", "check_mat_rotation"),
+    if rng.random() < 0.4:
+        other = w.load("q", w.array(w.pick("others", "targets"), v, -2.0, 2.0))
+        options.insert(0, ("keeps dot products",
+                           [f"wp.expect_near(wp.dot(rotated, {R} @ {other}), wp.dot({x}, {other}), 1.0e-5)"]))
+        what = w.checks(options, 1, 3, keep=1)
+    else:
+        what = w.checks(options)
+    w.add(f"{w.at(w.out(w.pick('rotated_points', 'out', 'turned'), v))} = rotated")
+    return w.finish(w.pick("test_rotation_matrix", "check_mat_rotation", "test_mat_rotate"),
                     f"Check a {n}D rotation matrix written from literals for every input point",
                     f"The rotation {what}")
 
@@ -755,17 +774,37 @@ def _bool_logic(w: Writer, rng: random.Random) -> CheckKernel:
 
 
 def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
-    variant = w.pick("doubling", "horner", "geometric")
+    variant = w.pick("doubling", "horner", "geometric", "components")
     if variant == "doubling":
-        steps = w.constant(w.pick("STEPS", "DOUBLINGS"), str(rng.randint(2, 6)))
+        steps = w.constant(w.pick("STEPS", "DOUBLINGS", "OCTAVES"), str(rng.randint(2, 6)))
         x = w.load("x", w.array(w.pick("values", "samples"), T.FLOAT32, -4.0, 4.0))
-        w.add(f"scaled = {x}", f"for _ in range(wp.static({steps})):", f"{INDENT}scaled = scaled * 2.0",
-              "# doubling is exact, so the loop and one multiplication agree bit for bit",
-              f"wp.expect_eq(scaled, {x} * wp.static(2.0**{steps}))",
-              f"{w.at(w.out(w.pick('scaled_out', 'doubled'), T.FLOAT32))} = scaled")
-        return w.finish(w.pick("test_static_loop", "check_unrolled_doubling"),
-                        "Check doubling in a wp.static loop for every input value",
+        halve = rng.random() < 0.4
+        acc = w.pick("scaled", "acc")
+        step = w.pick(f"{acc} = {acc} * 0.5", f"{acc} *= 0.5") if halve else \
+            w.pick(f"{acc} = {acc} * 2.0", f"{acc} *= 2.0", f"{acc} += {acc}")
+        power = f"0.5**{steps}" if halve else f"2.0**{steps}"
+        w.add(f"{acc} = {x}", f"for _ in range(wp.static({steps})):", f"{INDENT}{step}",
+              f"# {'halving' if halve else 'doubling'} is exact, so the loop and one multiplication agree bit for bit",
+              f"wp.expect_eq({acc}, {x} * wp.static({power}))",
+              f"{w.at(w.out(w.pick('scaled_out', 'halved' if halve else 'doubled'), T.FLOAT32))} = {acc}")
+        return w.finish(w.pick("test_static_loop", "check_unrolled_scaling"),
+                        f"Check {'halving' if halve else 'doubling'} in a wp.static loop for every input value",
                         "The loop equals one multiplication by the matching power of two")
+    if variant == "components":
+        n = w.pick(2, 3, 4)
+        dim = w.constant(w.pick("DIM", "N_COMPONENTS"), str(n))
+        v = w.load("v", w.array(w.pick("vectors", "samples"), VECS[n, "float32"], -2.0, 2.0))
+        total, largest = w.pick("sum_sq", "norm_sq"), w.pick("largest", "peak")
+        w.add(f"{total} = float(0.0)", f"{largest} = {v}[0]", f"for k in range(wp.static({dim})):",
+              f"{INDENT}{total} += {v}[k] * {v}[k]", f"{INDENT}{largest} = wp.max({largest}, {v}[k])",
+              f"# components in [-2, 2]: sums below {4 * n}, a few roundings each",
+              f"wp.expect_near({total}, wp.length_sq({v}), 1.0e-5)",
+              "# wp.max of a vector is its largest component",
+              f"wp.expect_eq({largest}, wp.max({v}))",
+              f"{w.at(w.out(w.pick('squared_norms', 'norms_sq'), T.FLOAT32))} = {total}")
+        return w.finish(w.pick("test_static_components", "check_unrolled_components"),
+                        f"Check a loop over vec{n} components unrolled with wp.static for every input vector",
+                        "Its sum of squares matches wp.length_sq and its running maximum matches wp.max")
     if variant == "horner":
         coeffs = [fmt(w.pick(1.0, 0.5, -0.5, 0.25, -0.25, 0.125, 2.0)) for _ in range(4)]
         c = w.constant(w.pick("COEFFS", "POLY"), f"wp.vec4({', '.join(coeffs)})")
@@ -794,22 +833,35 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
 
 
 def _struct_frames(w: Writer, rng: random.Random) -> CheckKernel:
-    frame = w.struct(w.pick("Frame", "Pose"), [("origin", VECS[3, "float32"]), ("rotation", QUATS["float32"])])
-    body = w.struct(w.pick("Body", "Instance"), [("frame", frame), ("scale", T.FLOAT32)])
-    bodies = w.array(w.pick("bodies", "instances"), body, 0.5, 2.0)
-    points = w.array(w.pick("points", "local_points"), VECS[3, "float32"], -1.0, 1.0)
-    w.add(f"body = {w.at(bodies)}", f"x = {w.at(points)}",
-          "world = wp.quat_rotate(body.frame.rotation, x * body.scale) + body.frame.origin",
+    origin, rotation, scale = w.pick("origin", "position", "translation"), w.pick("rotation", "orientation"), \
+        w.pick("scale", "size")
+    frame_fields = [(origin, VECS[3, "float32"]), (rotation, QUATS["float32"])]
+    if rng.random() < 0.6:  # a frame nested in a body: body.frame.origin
+        frame = w.struct(w.pick("Frame", "Pose", "Transform"), frame_fields)
+        member = w.pick("frame", "pose")
+        body = w.struct(w.pick("Body", "Instance", "Shape"), [(member, frame), (scale, T.FLOAT32)])
+        nested = "nested "
+    else:
+        body = w.struct(w.pick("Body", "Instance", "Shape"), [*frame_fields, (scale, T.FLOAT32)])
+        member, nested = "", ""
+    b = w.pick("body", "inst", "shape")
+    at = f"{b}.{member}." if member else f"{b}."
+    o, q, k = at + origin, at + rotation, f"{b}.{scale}"
+    bodies = w.array(w.pick("bodies", "instances", "shapes"), body, 0.5, 2.0)
+    x = w.load("x", w.array(w.pick("points", "local_points", "vertices"), VECS[3, "float32"], -1.0, 1.0))
+    w.add(f"{b} = {w.at(bodies)}",
+          f"world = wp.quat_rotate({q}, {x} * {k}) + {o}",
           "# scales and origins in [0.5, 2]: world points below 6")
     what = w.checks([("matches wp.transform_point",
-                      ["xform = wp.transform(body.frame.origin, body.frame.rotation)",
-                       "wp.expect_near(wp.transform_point(xform, x * body.scale), world, 1.0e-5)"]),
+                      [f"xform = wp.transform({o}, {q})",
+                       f"wp.expect_near(wp.transform_point(xform, {x} * {k}), world, 1.0e-5)"]),
                      ("is undone by the inverse rotation and scale",
-                      ["local = wp.quat_rotate_inv(body.frame.rotation, world - body.frame.origin) / body.scale",
-                       "wp.expect_near(local, x, 1.0e-5)"])], 1, 2)
-    w.add(f"{w.at(w.out(w.pick('world_points', 'out'), VECS[3, 'float32']))} = world")
-    return w.finish(w.pick("test_struct_frames", "check_nested_struct_transform"),
-                    "Check points placed through a nested struct frame for every input point",
+                      [f"local = wp.quat_rotate_inv({q}, world - {o}) / {k}", f"wp.expect_near(local, {x}, 1.0e-5)"]),
+                     ("scales distances from the origin",
+                      [f"wp.expect_near(wp.length(world - {o}), wp.length({x}) * {k}, 1.0e-5)"])], 1, 2)
+    w.add(f"{w.at(w.out(w.pick('world_points', 'out', 'placed'), VECS[3, 'float32']))} = world")
+    return w.finish(w.pick("test_struct_frames", "check_nested_struct_transform", "test_struct_placement"),
+                    f"Check points placed through a {nested}struct frame for every input point",
                     f"The placement {what}")
 
 
