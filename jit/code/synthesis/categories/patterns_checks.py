@@ -1,6 +1,7 @@
 """Pattern family of property-check kernels: a kernel computes something from its inputs and
 checks, with ``wp.expect_eq`` / ``wp.expect_near``, an identity or a semantic rule that must hold,
-the way Warp's own test suite checks its builtins. Most kernels also store what they computed.
+the way Warp's own test suite checks its builtins. Most kernels also store what they computed;
+some only check.
 
 Each kind compares two *different* computations that must agree on every input its ranges
 allow:
@@ -149,9 +150,20 @@ class Writer:
             self.add(*lines)
         return clause([what for what, _ in chosen])
 
+    def expect_only(self, p: float = 0.12) -> None:
+        """Sometimes keep the checks only: drop the final store of a local the checks read anyway."""
+        store = re.fullmatch(rf"(\w+)\[{self.tid}\] = (\w+)", self.lines[-1])
+        if not store or self.rng.random() >= p:
+            return
+        array, local = store.groups()
+        if sum(len(re.findall(rf"\b{local}\b", line)) for line in self.lines[:-1]) >= 2:  # bound, then read
+            self.lines.pop()
+            self.params = [q for q in self.params if q.name != array]
+
     def finish(self, base: str, headline: str, detail: str) -> CheckKernel:
         """The kernel: a one-line docstring (``headline``); the record's purpose adds ``detail``."""
         name = self.name(base)
+        self.expect_only()
         lines = self.lines
         uses = sum(len(re.findall(rf"\b{self.tid}\b", line)) for line in lines)
         inline = uses == 1 and self.rng.random() < 0.7  # x[wp.tid()] when the index is read once
