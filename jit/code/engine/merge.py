@@ -51,7 +51,9 @@ from jit.code.engine import buckets, dedup, part_index, writers
 from jit.code.engine.part_index import Keys
 from jit.code.engine.plan import Part, RunSpec
 
-SHARD_RECORDS = 50_000  # records per key shard of the bucket stages: a function of the record count only
+# band values per key shard of the bucket stages (a function of the record count only): a task then
+# holds a few MB of keys and at most this many records' signatures (512 bytes each)
+SHARD_KEYS = 400_000
 
 Tasks = Callable[[Callable, list[tuple]], list]  # runs fn(*args) for every args, returns results in order
 
@@ -128,7 +130,7 @@ class Merge:
         self.parts = list(parts)
         starts = self.starts()
         total = sum(self.sizes.values())
-        shards = max(2, math.ceil(total / SHARD_RECORDS))
+        shards = max(2, math.ceil(total * max(self.keys.bands, 1) / SHARD_KEYS))
         tag = self._tag(starts, shards)
         self._remove_stale(tag)
         removed = self._stage("duplicates", buckets.duplicates,
