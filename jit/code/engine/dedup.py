@@ -17,9 +17,9 @@ signature nearly duplicates, ``add`` keeps one, ``remove`` forgets one. The inde
 candidates with MinHash LSH and decides with the estimate; its answers depend only on what was
 added and in which order (never on hash order), so a run drops the same kernels whatever the
 worker count.
-The generate engine uses one index per work part and one across parts at the merge
-(``batch_generator``); dropping records near a given set of sources (decontamination) or
-grouping near-duplicates into one split need only an index filled with those sources.
+The generator uses one index per work part (``batch_generator``); across parts, the merge
+compares the same signatures in LSH buckets sharded by hash (``buckets``) with the same
+``decision``, and ``bands`` chooses the buckets for both.
 
 What it leaves out: exact duplicates (content ids, ``records``) and what to do with a
 near-duplicate (the caller decides).

@@ -3,9 +3,9 @@
 Each ``Part`` becomes one task (1 CPU) that calls the source's ``run_part`` on a Ray worker.
 The task writes its part and completion marker straight into ``spec.out``, so the output folder
 must be on storage every node sees (NFS, a shared volume, a FUSE mount): the driver never
-carries records, only per-part stats. Parts are fixed index ranges and the final merge is done
-by the driver in part order (``engine.Merge``), so where a task ran does not change
-the result.
+carries records, only per-part stats. Parts are fixed index ranges, and the merge's stages
+(``merge``) run as Ray tasks too (``run_tasks``), deciding by part order only, so where a task ran
+does not change the result.
 
 A task that raises or loses its worker or node is retried up to ``MAX_RETRIES`` times; a part
 that still fails is reported as ``ShardFailed`` with its index range once the other parts have

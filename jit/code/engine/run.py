@@ -3,9 +3,10 @@
 A run (``RunSpec``, ``plan``) names a source (``source.Source``) and what to do with its
 kernels: devices, checks, near-duplicate control, exclusions, format, shard size, splits. The
 engine cuts the source's work into parts, runs them on worker processes (``local``) or Ray
-tasks (``ray_executor``), merges them in part order without duplicates (``merge``), writes the
-shards, ``stats.json`` (``jit.code.analysis.summary``) and the card, and lets an interrupted run
-continue (``--resume``). It does not know where kernels come from, and imports no Warp.
+tasks (``ray_executor``), merges them without duplicates, near-duplicates or excluded records and
+writes the split shards, as stages of tasks on the same executor (``merge``), then ``stats.json``
+(``jit.code.analysis.summary``) and the card, and lets an interrupted run continue (``--resume``,
+which resumes the merge's stages too). It does not know where kernels come from, and imports no Warp.
 
 When a run is finished, its parts' records are deleted (the shards hold them); the parts'
 completion markers stay, and a ``--resume`` of a finished run does nothing.
