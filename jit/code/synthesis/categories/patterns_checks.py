@@ -247,8 +247,8 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
         d = w.load("d", w.array(w.pick("divisors", "d", "strides"), t, 1, 12))
         by = "a positive divisor"
     else:
-        d = typed(t, rng.randint(2, 9))
-        by = d
+        by = str(rng.randint(2, 9))
+        d = typed(t, int(by))
     w.add("# / truncates toward zero and % takes the sign of the dividend",
           f"q = {a} / {d}", f"r = {a} % {d}",
           f"wp.expect_eq(q * {d} + r, {a})",
