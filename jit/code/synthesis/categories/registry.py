@@ -16,11 +16,12 @@ class Category:
 # source -> (its share of a mix that draws it, what it is)
 SOURCES: dict[str, tuple[float, str]] = {
     "realistic": (0.30, "data-flow directed kernels named by role, builtins drawn from a census of real Warp code"),
-    "patterns": (0.35, "skeletons of what simulation, graphics and tile kernels do, randomised in their details"),
+    "patterns": (0.45, "skeletons of what simulation, graphics, tile and property-check kernels do, randomised "
+                       "in their details"),
     # a seed has few meaning-keeping mutants far enough from each other: a larger share is mostly redrawn
     "mutants": (0.20, "mutations that keep the meaning of real kernels from Warp's examples, library and tests"),
     "random": (0.15, "the typed random-program generator, for coverage of Warp's builtins"),
-    "composed": (0.45, "kernels composed from pieces with a purpose (integrators, forces, stencils, ...)"),
+    "composed": (0.35, "kernels composed from pieces with a purpose (integrators, forces, stencils, ...)"),
 }
 
 # the sources a run draws from when it names none: kernels with a purpose only; the others are
