@@ -54,6 +54,7 @@ from jit.code.engine.plan import Part, RunSpec
 # band values per key shard of the bucket stages (a function of the record count only): a task then
 # holds a few MB of keys and at most this many records' signatures (512 bytes each)
 SHARD_KEYS = 400_000
+SHARD_IDS = 1_000_000  # content ids per shard of the duplicates stage (20 bytes each)
 
 Tasks = Callable[[Callable, list[tuple]], list]  # runs fn(*args) for every args, returns results in order
 
@@ -131,10 +132,11 @@ class Merge:
         starts = self.starts()
         total = sum(self.sizes.values())
         shards = max(2, math.ceil(total * max(self.keys.bands, 1) / SHARD_KEYS))
-        tag = self._tag(starts, shards)
+        id_shards = max(2, math.ceil(total / SHARD_IDS))
+        tag = self._tag(starts, (shards, id_shards))
         self._remove_stale(tag)
         removed = self._stage("duplicates", buckets.duplicates,
-                              [(self.out, s, shards, starts, tag) for s in range(shards)])
+                              [(self.out, s, id_shards, starts, tag) for s in range(id_shards)])
         edges = np.zeros((0, 3), dtype=np.int64)
         if self.keys.bands or self.keys.provenance:
             found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near_at,
@@ -147,7 +149,7 @@ class Merge:
         self.seconds["clusters"] += time.perf_counter() - t0
         return len(self.kept)
 
-    def _tag(self, starts: list[tuple[int, int]], shards: int) -> str:
+    def _tag(self, starts: list[tuple[int, int]], shards: tuple[int, int]) -> str:
         what = repr((starts, self.sizes[starts[-1][0]] if starts else 0, shards, self.keys, self.near_at, self.split_at))
         return hashlib.blake2b(what.encode(), digest_size=6).hexdigest()
 
