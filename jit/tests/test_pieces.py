@@ -838,16 +838,24 @@ case("element_forces", inputs(P=U(-1, 1, 3, 3), Dm_inv=U(-2, 2, 3, 3), volume=U(
 
 
 def check_von_mises(i, o):
-    s = i["P"][:, 0, 0]
-    close(o["s"][: N // 2], np.abs(s[: N // 2]), rtol=1e-4, atol=1e-5)  # uniaxial: the stress itself
-    close(o["s"][N // 2:], 0.0, atol=1e-4)  # hydrostatic: none
+    sigma = np.einsum("nij,nkj->nik", i["P"], i["F"]) / np.linalg.det(i["F"])[:, None, None]
+    dev = sigma - eye(len(sigma), 3) * (np.trace(sigma, axis1=1, axis2=2) / 3.0)[:, None, None]
+    close(o["s"], np.sqrt(1.5 * np.sum(dev * dev, axis=(1, 2))), rtol=1e-4, atol=1e-5)
+    half = N // 2  # uniaxial Cauchy stress: the stress itself; hydrostatic: none
+    close(o["s"][:half], np.abs(sigma[:half, 0, 0]), rtol=1e-4, atol=1e-5)
+    close(o["s"][half:], 0.0, atol=1e-4)
 
 
 def uniaxial_and_hydrostatic(rng, n):
-    P = np.zeros((n, 3, 3))
-    P[: n // 2, 0, 0] = rng.uniform(-1, 1, n // 2)
-    P[n // 2:] = eye(n - n // 2, 3) * rng.uniform(-1, 1, (n - n // 2, 1, 1))
-    return {"P": P}
+    """A Cauchy stress that is uniaxial (first half) or hydrostatic (second half), pulled back to P = J sigma F^-T
+    through a random deformation gradient, so the piece must push it forward again."""
+    F = eye(n, 3) + rng.uniform(-0.2, 0.2, (n, 3, 3))
+    sigma = np.zeros((n, 3, 3))
+    sigma[: n // 2, 0, 0] = rng.uniform(-1, 1, n // 2)
+    sigma[n // 2:] = eye(n - n // 2, 3) * rng.uniform(-1, 1, (n - n // 2, 1, 1))
+    J = np.linalg.det(F)[:, None, None]
+    P = J * np.einsum("nij,nkj->nik", sigma, np.linalg.inv(F))
+    return {"P": P, "F": F}
 
 
 case("von_mises_stress", uniaxial_and_hydrostatic, check_von_mises)

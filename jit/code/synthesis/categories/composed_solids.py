@@ -316,7 +316,7 @@ def fem_forces(rng, name, suffix, complexity):
         w.add(f"wp.atomic_add({energy}, 0, {psi} * {d.resolve(R.REST_VOLUME, per_item=True)})")
         extras.append("sum the elastic energy")
     if dim == 3 and rng.random() < 0.25:
-        vm = d.use("von_mises_stress", P=P)["s"]
+        vm = d.use("von_mises_stress", P=P, F=F)["s"]
         out = d.array(("von_mises", "element_stress", "stress_out"), "scalar", "out")
         w.add(f"{out}[tid] = {vm}")
         extras.append(f"store {says('von_mises_stress')} of each element")
@@ -348,7 +348,7 @@ def material_stress(rng, name, suffix, complexity):
         w.add(f"{psi_out}[tid] = {psi}")
         extras.append(says("quadratic_energy_density"))
     if st.dim == 3 and rng.random() < 0.3:
-        vm = d.use("von_mises_stress", P=P)["s"]
+        vm = d.use("von_mises_stress", P=P, F=F)["s"]
         vm_out = d.array(("von_mises", "equivalent_stress"), "scalar", "out")
         w.add(f"{vm_out}[tid] = {vm}")
         extras.append(says("von_mises_stress"))

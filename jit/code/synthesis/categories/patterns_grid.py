@@ -275,8 +275,15 @@ def step(axis: str, d: int) -> str:
 
 
 def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear", "interpolate", "sample_field")) -> str:
-    """A ``@wp.func`` sampling a 2-D grid bilinearly at a clamped point, spelled one of several ways."""
+    """A ``@wp.func`` sampling a 2-D grid bilinearly at a clamped point, spelled one of several ways.
+    A kernel's second sampler (of another dtype) is spelled as its first: one author, one way."""
     name = p.name(p.rng.choice(names))
+    state = p.rng.getstate()
+    spelling = getattr(p, "bilinear_spelling", None)
+    if spelling is not None:
+        p.rng.setstate(spelling)
+    else:
+        p.bilinear_spelling = state
     by_vec = p.coin(0.4)
     args = "pos: wp.vec2" if by_vec else "x: float, y: float"
     head = ["x = pos[0]", "y = pos[1]"] if by_vec else []
@@ -298,6 +305,8 @@ def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear"
         tail = ["return (f[i0, j0] * ((1.0 - tx) * (1.0 - ty)) + f[i1, j0] * (tx * (1.0 - ty))",
                 "        + f[i0, j1] * ((1.0 - tx) * ty) + f[i1, j1] * (tx * ty))"]
     body = "\n".join(INDENT + line for line in head + tail)
+    if spelling is not None:  # the kernel's own draws go on where they were
+        p.rng.setstate(state)
     p.func(f"@wp.func\ndef {name}(f: wp.array2d(dtype={dtype}), {args}):\n{body}\n")
     return f"{name}:vec" if by_vec else name
 

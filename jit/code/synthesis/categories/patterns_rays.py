@@ -102,7 +102,7 @@ def camera_ray(p: Pattern, image: str) -> None:
         dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
         p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
     else:
-        p.add(f"ro = wp.vec3(0.0, {fmt(rng.uniform(0.0, 1.0))}, {fmt(rng.uniform(3.0, 6.0))})")
+        p.add(f"ro = wp.vec3(0.0, {rng.choice(('0.0', '0.5', '1.0'))}, {rng.choice(('3.0', '4.0', '5.0'))})")
     p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
 
 

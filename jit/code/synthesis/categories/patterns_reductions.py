@@ -127,13 +127,15 @@ def atomic_reduction(rng, name, suffix, complexity):
                         purpose=f"Count the items whose {words} exceed {threshold}", differentiable=False)
     if kind == "segment":
         n_seg = rng.randint(2, 8)
-        key, total = rng.choice((("segment_ids", "segment_sums"), ("body_index", "body_totals"),
-                                 ("cluster_ids", "cluster_sums")))
+        key, total, owner, bases = rng.choice((
+            ("segment_ids", "segment_sums", "segment", ("segmented_sum", "reduce_by_key", "accumulate_segments")),
+            ("body_index", "body_totals", "body", ("sum_per_body", "accumulate_body_totals")),
+            ("cluster_ids", "cluster_sums", "cluster", ("sum_per_cluster", "accumulate_clusters"))))
         seg = p.array(key, T.INT32, lo=0, hi=n_seg - 1)
         sums = p.array(total, fl.scalar, "out", shape=(n_seg,))
         p.add(f"wp.atomic_add({sums}, {seg}[tid], {value})")
-        return p.finish(rng.choice(("segmented_sum", "reduce_by_key", "accumulate_segments")), p.kb.dims,
-                        purpose=f"Sum the {words} per segment, keyed by each item's segment id")
+        return p.finish(rng.choice(bases), p.kb.dims,
+                        purpose=f"Sum the {words} per {owner}, keyed by each item's {owner} id")
     if kind == "rows":
         sums = p.array(rng.choice(("row_sums", "row_norms", "totals")), fl.scalar, "out", shape=(p.kb.dims[0],))
         p.add(f"wp.atomic_add({sums}, i, {value})" if rng.random() < 0.5 else f"{sums}[i] += {value}")

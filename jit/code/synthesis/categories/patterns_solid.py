@@ -84,7 +84,7 @@ def _covariance(p: Pattern):
         # a regulariser large enough that the solve is well conditioned (gradients checked by differences)
         reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
         p.add(p.pick(f"A += {identity(fl)} * {reg}", f"A = A + wp.diag({fl.v}({reg}, {reg}, {reg}))"))
-        gathered = f"the {weighted}covariance of each point's neighbours, regularised"
+        gathered = f"the {weighted}second-moment matrix of each point's neighbour offsets, regularised"
     # Warp's adjoint of a matrix carried through a dynamic loop disagrees with finite differences
     diff = use in ("solve", "det") and count == str(k)
     if use == "solve":
@@ -131,10 +131,10 @@ def _covariance(p: Pattern):
         purpose = f"Assemble {gathered}, and write its determinant (how widely the neighbours spread)"
     if padded:
         p.note("skips neighbour slots holding -1")
-    names = {"solve": ("solve_covariance_systems", "covariance_solve"),
+    names = {"solve": ("solve_moment_systems", "neighbor_moment_solve"),
              "polar": ("shape_matching", "neighbor_rotations"),
-             "eig": ("covariance_eigenvalues", "principal_axes"),
-             }.get(use, ("covariance_determinant", "neighbor_spread"))
+             "eig": ("moment_eigenvalues", "principal_axes"),
+             }.get(use, ("moment_determinant", "neighbor_spread"))
     return p.finish(rng.choice(names), p.kb.dims, purpose=purpose, differentiable=diff)
 
 

@@ -67,12 +67,14 @@ def lame_parameters(w: Writer, E, nu):
 
 @piece("small_strain", needs={"F": DEF_GRAD}, gives={"eps": STRAIN_TENSOR}, says="the small-strain tensor")
 def small_strain(w: Writer, F):
-    return {"eps": w.let(("strain", "eps"), f"{w.lit(0.5)} * ({F} + wp.transpose({F})) - {_eye(w)}")}
+    Ft = w.once(("F_t", "FT"), f"wp.transpose({F})")
+    return {"eps": w.let(("strain", "eps"), f"{w.lit(0.5)} * ({F} + {Ft}) - {_eye(w)}")}
 
 
 @piece("green_strain", needs={"F": DEF_GRAD}, gives={"eps": STRAIN_TENSOR}, says="the Green-Lagrange strain")
 def green_strain(w: Writer, F):
-    return {"eps": w.let(("E", "green_strain"), f"{w.lit(0.5)} * (wp.transpose({F}) * {F} - {_eye(w)})")}
+    Ft = w.once(("F_t", "FT"), f"wp.transpose({F})")
+    return {"eps": w.let(("E", "green_strain"), f"{w.lit(0.5)} * ({Ft} * {F} - {_eye(w)})")}
 
 
 @piece("linear_elastic_stress", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
@@ -111,7 +113,7 @@ def cofactor(w: Writer, F: str) -> str:
 @piece("stable_neo_hookean_stress", needs={"F": DEF_GRAD, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
        says="the stable neo-Hookean model", weight=1.5)
 def stable_neo_hookean_stress(w: Writer, F, mu, lam):
-    J = w.let(("J", "det_f"), f"wp.determinant({F})")
+    J = w.once(("J", "det_f"), f"wp.determinant({F})")
     w.comment("lam * (J - alpha) with the rest-stable shift alpha = 1 + mu / lam (Smith et al. 2018), "
               "multiplied out so that lam = 0 needs no division")
     dJdF = cofactor(w, F)
@@ -121,7 +123,7 @@ def stable_neo_hookean_stress(w: Writer, F, mu, lam):
 @piece("neo_hookean_stress", needs={"F": NEAR_IDENTITY, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
        says="the compressible neo-Hookean model")
 def neo_hookean_stress(w: Writer, F, mu, lam):
-    J = w.let(("J", "det_f"), f"wp.determinant({F})")
+    J = w.once(("J", "det_f"), f"wp.determinant({F})")
     F_inv_t = w.let(("F_inv_t", "FinvT"), f"wp.transpose(wp.inverse({F}))")
     return {"P": w.let(("P", "stress"), f"{mu} * ({F} - {F_inv_t}) + {lam} * wp.log({J}) * {F_inv_t}")}
 
@@ -133,9 +135,12 @@ def element_forces(w: Writer, P, Dm_inv, volume):
     return {"H": w.let(("H", "forces"), f"-{volume} * {P} * wp.transpose({Dm_inv})")}
 
 
-@piece("von_mises_stress", needs={"P": STRESS}, gives={"s": VON_MISES},
+@piece("von_mises_stress", needs={"P": STRESS, "F": DEF_GRAD}, gives={"s": VON_MISES},
        says="the von Mises equivalent stress", dims=(3,))
-def von_mises_stress(w: Writer, P):
-    w.comment("from the deviatoric part of the (small-strain) stress")
-    dev = w.let(("dev", "s_dev"), f"{P} - {_eye(w)} * (wp.trace({P}) / {w.lit(3.0)})")
+def von_mises_stress(w: Writer, P, F):
+    w.comment("of the Cauchy stress sigma = P F^T / det(F), from its deviatoric part")
+    J = w.once(("J", "det_f"), f"wp.determinant({F})")
+    Ft = w.once(("F_t", "FT"), f"wp.transpose({F})")
+    sigma = w.let(("sigma", "cauchy"), f"{P} * {Ft} / {J}")
+    dev = w.let(("dev", "s_dev"), f"{sigma} - {_eye(w)} * (wp.trace({sigma}) / {w.lit(3.0)})")
     return {"s": w.let(("von_mises", "sigma_vm"), f"wp.sqrt({w.lit(1.5)} * wp.ddot({dev}, {dev}))")}

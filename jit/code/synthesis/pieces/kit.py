@@ -232,11 +232,13 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
             in_place, w.in_place = w.in_place, True  # the branch updates the particle's velocity
             d.use(response, inline=not shared, v=v, n=hit["n"])
             w.in_place = in_place
-    named = [says(COLLIDERS[c]) for c in colliders]
     resolved = [c for c in colliders if c != "box"]
-    text = f"contacts with {join(named)}"
-    if resolved:
-        text += f" ({says('project_out')} and {says(response)})"
+    text = ""
+    if resolved:  # the response is said of the colliders it follows; the box walls bounce by their restitution
+        text = f"contacts with {join([says(COLLIDERS[c]) for c in resolved])} " \
+               f"({says('project_out')} and {says(response)})"
+    if "box" in colliders:
+        text = f"{text} and {says('box_container')}" if text else f"contacts with {says('box_container')}"
     return x, v, text
 
 
