@@ -113,6 +113,54 @@ def test_corruptions_change_what_they_say():
     assert "adj_mul" not in corruptions.corrupt(cpp, "cpp", "gradient", rng)
 
 
+def test_corruptions_leave_code_no_run_can_see():
+    # a negative thread index's wrap, a helper that does nothing, and a sum with zero are never changed
+    cpp = """static void noop_0(
+    wp::float32* var_x)
+{
+    //---------
+    // pass
+}
+static void k_cpu_kernel_forward(
+    wp::array_t<wp::float32> var_a)
+{
+    const wp::int32 var_1 = 0;
+    const wp::float32 var_9 = 0.0;
+    wp::int32 var_0;
+    var_0 = builtin_tid1d();
+    var_2 = (var_0 < var_1);
+    var_3 = wp::add(var_0, var_8);
+    var_4 = wp::where(var_2, var_3, var_0);
+    var_5 = wp::address(var_a, var_0);
+    var_6 = wp::load(var_5);
+    noop_0(var_5);
+    var_10 = wp::mul(var_6, var_9);
+    var_7 = wp::add(var_6, var_10);
+    wp::array_store(var_a, var_4, var_7);
+}
+"""
+    for n in range(40):
+        rng = random.Random(n)
+        assert "var_3 = wp::add(var_0, var_8);" in corruptions.corrupt(cpp, "cpp", "statement", rng)
+        changed = corruptions.corrupt(cpp, "cpp", "operator", rng)
+        assert "wp::sub(var_0, var_8)" not in changed and "wp::sub(var_6, var_10)" not in changed
+    # 0 * x and 0 / x are the same too: nothing is left to change
+    assert corruptions.corrupt(cpp.replace("mul(var_6, var_9)", "mul(var_9, var_6)"), "cpp", "operator", rng) is None
+    flow = corruptions.Liveness(cpp)
+    live = {cpp[at:cpp.index(";", at)].strip() for at in flow.live_lines}
+    assert "var_6 = wp::load(var_5)" in live and "var_4 = wp::where(var_2, var_3, var_0)" in live
+    assert "var_3 = wp::add(var_0, var_8)" not in live and "var_2 = (var_0 < var_1)" not in live
+    assert "noop_0(var_5)" not in live
+    py = "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float), t: float):\n    i = wp.tid()\n" \
+         "    a[i] = a[i] * 2.0 + 0.0 * t\n"
+    assert all("+ 0.0 * t" in corruptions.corrupt(py, "python", "operator", random.Random(n)) for n in range(8))
+    noop = py.replace("@wp.kernel", "@wp.func\ndef keep(x: float, y: float):\n    pass\n\n@wp.kernel").replace(
+        "    a[i] = a[i]", "    keep(a[i], t + 1.0)\n    a[i] = a[i]")
+    for n in range(8):
+        for kind in ("operator", "statement", "index"):
+            assert "keep(a[i], t + 1.0)" in corruptions.corrupt(noop, "python", kind, random.Random(n))
+
+
 def test_whitespace_and_renumbered_variants_are_normalised_matches(built):
     _, records = built
     record = next(r for r in records.values() if r["kernel_name"] == "smooth_density")
