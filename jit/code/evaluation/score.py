@@ -1,9 +1,11 @@
 """Scoring predictions against a benchmark: per prediction, then per tier, with pass@k.
 
 For each benchmark record the task applies to, the inputs are the record's stored ``io`` inputs
-and a set drawn afresh from the eval seed (a model that memorised stored outputs gains nothing);
-the reference outputs are the stored ones and, for the fresh set, the reference kernel's
-(run in the sandbox like any prediction). Each prediction then gets:
+and ``FRESH_SETS`` sets drawn afresh from the eval seed (a model that memorised stored outputs
+gains nothing; every second set starts its output arrays from drawn values instead of zeros, so
+an element left alone or a dropped store of zero shows); the reference outputs are the stored
+ones and, for the fresh sets, the reference kernel's (run in the sandbox like any prediction).
+Each prediction then gets:
 
 - text: exact, exact after whitespace normalisation, exact after renumbering temporaries and
   hash suffixes (``text``), and chrF;
@@ -36,7 +38,7 @@ MODES = {"cuda2py": "cpu-run", "purpose2py": "cpu-run", "py2cpp": "cpu-run", "py
 # (rtol, atol relative to the output's largest magnitude) per float width
 TOLERANCE = {2: (1e-2, 1e-3), 4: (1e-4, 1e-5), 8: (1e-9, 1e-12)}
 KS = (1, 5, 10)
-FRESH_SETS = 3  # input sets drawn afresh per eval, besides the stored one (launches cost milliseconds)
+FRESH_SETS = 8  # input sets drawn afresh per eval, besides the stored one (launches cost milliseconds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,7 +47,8 @@ FRESH_SETS = 3  # input sets drawn afresh per eval, besides the stored one (laun
 
 def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None]:
     """([the stored inputs, ``FRESH_SETS`` sets drawn from ``seed`` and the record id], the stored outputs,
-    the gradient check's weights and inputs or None).
+    the gradient check's weights and inputs or None). Every second fresh set starts its output
+    arrays from drawn values (``prefill``).
 
     Gradients are compared where the benchmark's gradient check passed: of ``sum(w * output)``
     over the differentiable float outputs, with weights drawn from ``seed``, by every float
@@ -65,6 +68,8 @@ def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None
         described = L.plan_from_metadata(kernel, record["metadata"])
         rng = np.random.default_rng([seed % 2**63, item_index(record["id"])])
         drawn = [L.random_values(described, rng) for _ in range(FRESH_SETS)]
+        for values in drawn[1::2]:
+            prefill(described, values, rng)
         grads = None
         wanted = set(record["metadata"].get("differentiable_outputs") or ())
         if (record.get("validation") or {}).get("gradient") == "passed":
@@ -75,6 +80,17 @@ def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None
     finally:
         handle.release()
     return [stored, *drawn], outputs, grads
+
+
+def prefill(plan, values: dict, rng: np.random.Generator) -> None:
+    """Output arrays holding values drawn like the inputs' instead of zeros: an element a kernel
+    should leave alone, a store of zero, or a sum into the array's start then shows in the
+    outputs. Every second fresh set is launched so; the others start from zeros, as launches do."""
+    from jit.code.checks import launch as L
+
+    for a in plan.args:
+        if a.is_array and a.role == "out" and a.build is None:
+            values[a.name] = L.random_value(rng, a.dtype, tuple(a.shape), *a.range, fields=a.field_ranges)
 
 
 def _leaves(value: np.ndarray, name: str) -> list[tuple[str, np.ndarray]]:
