@@ -214,6 +214,29 @@ def test_untrusted_code_is_contained(tmp_path):
     assert os.getcwd() == here
 
 
+def test_kept_headers_reach_each_child_and_changed_ones_are_dropped(tmp_path):
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "a.pch").write_bytes(b"warp's headers")
+    headers = sandbox.Headers(str(kept))
+
+    def look():
+        from jit.code.extraction import warp_backend as wb
+
+        folder = wb.pch_folder()
+        return folder, sorted(os.listdir(folder))
+
+    got = sandbox.contained(look, 10, headers=headers)
+    assert got.value[1] == ["a.pch"] and not os.path.exists(got.value[0])  # a copy, in the scratch folder
+
+    def plant():
+        (kept / "a.pch").write_bytes(b"mine")
+        (kept / "b.pch").write_bytes(b"mine")
+
+    assert sandbox.contained(plant, 10, headers=headers).status == "ok"
+    assert os.listdir(kept) == [] and headers.digests == {}
+
+
 def test_hanging_crashing_and_writing_predictions_score_as_failed_and_the_run_goes_on(built, tmp_path):
     _, records = built
     record = next(r for r in records.values() if r["kernel_name"] == "blend_fields")

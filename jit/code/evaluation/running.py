@@ -142,6 +142,40 @@ def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], 
     return _launch_all(kernel, launch, inputs, grads)
 
 
+_WARM = """import warp as wp
+
+
+@wp.kernel
+def jit_eval_warm(a: wp.array(dtype=float)):
+    a[wp.tid()] = 1.0
+"""
+
+
+def warm_headers():
+    """Build, in this process, the precompiled header of every CPU build here (Warp's own
+    headers, ``set_cpu_options`` and one thread per block: the options of ``run_python``,
+    ``run_cpp`` and the reference runs), for ``sandbox.contained(..., headers=)``; None when
+    Warp keeps no precompiled headers."""
+    from jit.code.evaluation.sandbox import Headers
+
+    if not wp.config.use_precompiled_headers:
+        return None
+    handle = wb.define([_WARM], _module_name("warm"))
+    saved = wp.config.kernel_cache_dir
+    with tempfile.TemporaryDirectory() as cache:
+        wp.config.kernel_cache_dir = cache  # a fresh cache: the module is compiled, not loaded
+        try:
+            kernel = handle.namespace["jit_eval_warm"]
+            set_cpu_options(kernel.module, backward=False)
+            with native_stderr([]):
+                wp.load_module(kernel.module, device="cpu", block_dim=1)
+        finally:
+            wp.config.kernel_cache_dir = saved
+            handle.release()
+    folder = wb.pch_folder()
+    return Headers(folder) if os.listdir(folder) else None
+
+
 # ---------------------------------------------------------------------------------------------
 # a prediction spliced into Warp's module source
 

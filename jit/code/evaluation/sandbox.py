@@ -10,6 +10,13 @@ whatever happened. A hang, a crash (a segfault in compiled code, ``os._exit``) o
 comes back as an ``Outcome`` with a status, never as an exception in the caller; the caller
 hands the child only what it may see (the inputs, never the reference outputs).
 
+Compiling Warp's C++ starts with a precompiled header of Warp's own headers (about 3 s; the
+module itself then takes a fraction of a second). ``Headers`` keeps the ones the evaluating
+process built, from Warp's headers and no prediction's code, and ``contained(..., headers=)``
+copies them into each child's own folder; since a child can write outside its scratch folder,
+the kept files are checked by content after every child, and one that changed or appeared is
+removed. Nothing a prediction compiled is ever kept for another.
+
 What it leaves out: isolation from the file system outside the scratch folder (no chroot or
 namespace: a prediction that writes to an absolute path elsewhere can), and the network. Where
 ``os.fork`` does not exist, ``contained`` refuses to run untrusted code.
@@ -17,6 +24,7 @@ namespace: a prediction that writes to an absolute path elsewhere can), and the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import resource
@@ -43,8 +51,36 @@ class Outcome:
     error: str | None = None  # what went wrong, in one short text
 
 
+class Headers:
+    """Precompiled headers this process built, given to children by copy and checked after each."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.digests = self._digests()
+
+    def _digests(self) -> dict[str, str]:
+        out = {}
+        for name in sorted(os.listdir(self.folder)):
+            with open(os.path.join(self.folder, name), "rb") as f:
+                out[name] = hashlib.sha256(f.read()).hexdigest()
+        return out
+
+    def copy_into(self, folder: str) -> None:
+        for name in self.digests:
+            shutil.copyfile(os.path.join(self.folder, name), os.path.join(folder, name))
+
+    def check(self) -> list[str]:
+        """Remove the files a child changed or added; their names."""
+        now = self._digests() if os.path.isdir(self.folder) else {}
+        bad = [n for n, d in now.items() if self.digests.get(n) != d]
+        for name in bad:
+            os.remove(os.path.join(self.folder, name))
+        self.digests = {n: d for n, d in self.digests.items() if now.get(n) == d}
+        return bad
+
+
 def contained(call: Callable[[], Any], seconds: float = SECONDS, memory: int = MEMORY_BYTES,
-              scratch_parent: str | None = None) -> Outcome:
+              scratch_parent: str | None = None, headers: Headers | None = None) -> Outcome:
     """``call()`` in a bounded child; its result must pickle (keep it small)."""
     if not hasattr(os, "fork"):
         raise RuntimeError("untrusted predictions need os.fork (Linux or macOS)")
@@ -54,7 +90,7 @@ def contained(call: Callable[[], Any], seconds: float = SECONDS, memory: int = M
     if pid == 0:  # the child: never returns into the caller's code
         os.close(read_fd)
         try:
-            _limit(seconds, memory, scratch)
+            _limit(seconds, memory, scratch, headers)
             try:
                 message = ("ok", call(), None)
             except BaseException as exc:  # noqa: BLE001  whatever the prediction raises is its failure
@@ -69,9 +105,11 @@ def contained(call: Callable[[], Any], seconds: float = SECONDS, memory: int = M
     finally:
         os.close(read_fd)
         shutil.rmtree(scratch, ignore_errors=True)
+        if headers is not None:
+            headers.check()
 
 
-def _limit(seconds: float, memory: int, scratch: str) -> None:
+def _limit(seconds: float, memory: int, scratch: str, headers: Headers | None = None) -> None:
     import faulthandler
 
     faulthandler.disable()  # a prediction's crash is a result, not a traceback on the terminal
@@ -88,6 +126,10 @@ def _limit(seconds: float, memory: int, scratch: str) -> None:
     import warp as wp
 
     wp.config.kernel_cache_dir = os.path.join(scratch, "kernels")
+    if headers is not None:
+        from jit.code.extraction import warp_backend as wb
+
+        headers.copy_into(wb.pch_folder())  # the child's own folder, in its scratch folder
 
 
 def _address_space() -> int:

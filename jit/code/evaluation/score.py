@@ -155,7 +155,7 @@ def child_call(task: str, record: dict, prediction: str, inputs: list[dict], gra
 
 
 def score_one(task: str, record: dict, prediction: str, inputs: list[dict], want: list[dict] | None,
-              seconds: float, grads: dict | None = None) -> dict:
+              seconds: float, grads: dict | None = None, headers: sandbox.Headers | None = None) -> dict:
     reference = reference_text(record, task)
     row = {"id": record["id"], "tier": record["metadata"]["bench"]["tier"], "mode": MODES[task],
            **text.scores(running.unfenced(prediction), reference), "compiles": None, "matches": None,
@@ -165,7 +165,7 @@ def score_one(task: str, record: dict, prediction: str, inputs: list[dict], want
         return row
     t0 = time.perf_counter()
     call = functools.partial(child_call, task, blind(record), prediction, inputs, grads)
-    got = sandbox.contained(call, seconds)
+    got = sandbox.contained(call, seconds, headers=headers)
     row["seconds"] = round(time.perf_counter() - t0, 3)
     # a hang or a crash scores as failed, whatever it had got to
     row["compiles"] = got.status == "ok" or (got.status == "error" and not got.error.startswith("BuildError")
@@ -192,18 +192,19 @@ def applicable(records: dict[str, dict], task: str) -> dict[str, dict]:
     return {i: r for i, r in records.items() if task in r["metadata"]["bench"]["tasks"]}
 
 
-def reference_outputs(record: dict, seed: int, seconds: float) -> tuple[list[dict], list[dict], dict | None]:
+def reference_outputs(record: dict, seed: int, seconds: float,
+                      headers: sandbox.Headers | None = None) -> tuple[list[dict], list[dict], dict | None]:
     """(input sets, reference outputs and gradients, gradient spec) of a record: the stored set
     and the fresh one, both run by the reference kernel in the sandbox (the stored set's outputs
     are the recorded ones); the stored set alone when the reference fails on the fresh one."""
     inputs, stored, grads = reference_io(record, seed)
     ran = sandbox.contained(functools.partial(running.run_python, record["python_source"], record["kernel_name"],
-                                              record["metadata"]["launch"], inputs, grads), seconds)
+                                              record["metadata"]["launch"], inputs, grads), seconds, headers=headers)
     if ran.status != "ok" and grads:
         grads = None
         ran = sandbox.contained(functools.partial(running.run_python, record["python_source"],
                                                   record["kernel_name"], record["metadata"]["launch"], inputs),
-                                seconds)
+                                seconds, headers=headers)
     if ran.status != "ok":
         return inputs[:1], [stored], None
     want = [dict(ran.value[0], **stored)] + ran.value[1:]
@@ -216,11 +217,18 @@ def _finite(outputs: dict) -> bool:
                if leaf.dtype.kind == "f")
 
 
+@functools.cache
+def warm_headers() -> sandbox.Headers | None:
+    """The precompiled headers of the CPU builds, built once per process (``running.warm_headers``)."""
+    return running.warm_headers()
+
+
 def evaluate(task: str, records: dict[str, dict], grouped: dict[str, list[str]], seed: int,
              seconds: float = sandbox.SECONDS, progress=None) -> tuple[list[dict], dict]:
     """(one row per prediction, the summary) for the task's records."""
     t0 = time.perf_counter()
     todo = applicable(records, task)
+    headers = warm_headers() if MODES[task] == "cpu-run" else None
     rows = []
     for rid, record in todo.items():
         predictions = grouped.get(rid, [])
@@ -228,9 +236,9 @@ def evaluate(task: str, records: dict[str, dict], grouped: dict[str, list[str]],
             continue
         inputs, want, grads = [], None, None
         if MODES[task] == "cpu-run":
-            inputs, want, grads = reference_outputs(record, seed, seconds)
+            inputs, want, grads = reference_outputs(record, seed, seconds, headers)
         for n, prediction in enumerate(predictions):
-            row = score_one(task, record, prediction, inputs, want, seconds, grads)
+            row = score_one(task, record, prediction, inputs, want, seconds, grads, headers)
             rows.append({"n": n, **row})
             if progress is not None:
                 progress(len(rows))
