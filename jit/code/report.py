@@ -9,6 +9,9 @@ and 32k context; builtin coverage; the realism figures next to those of real War
 validation outcomes and rejects by reason; the near-duplicate rate; split sizes; provenance of
 real code and of the kernels mutants come from; and a few records shown side by side (Python |
 CUDA forward), one per source, chosen by a fixed rule among the shorter ones so they are readable.
+When the folder (a benchmark, say) holds ``jit-synth eval --output`` folders, up to two levels
+down, the page ends with their results: pass@1 per task and tier, each eval.json's table and why
+predictions failed (counted from predictions.jsonl).
 
 It reads DIR/data/{split}-NNNNN-of-NNNNN.jsonl|parquet as a stream, keeping counters and lengths
 only, so a dataset of 100,000 records is fine, and DIR/stats.json (rejects, near-duplicates,
@@ -31,8 +34,10 @@ from __future__ import annotations
 import base64
 import collections
 import functools
+import glob
 import html
 import io
+import json
 import math
 import os
 import re
@@ -77,6 +82,7 @@ class ReportError(Exception):
 class Summary:
     """What the page needs of the records: counters, lengths of a sample, a few short records."""
 
+    folder: str = ""
     count: int = 0
     unreadable: int = 0
     sampled: int = 0
@@ -181,7 +187,7 @@ def summarise(folder: str, sample: int = SAMPLE) -> Summary:
         raise ReportError(f"{folder} has no shards (data/{{split}}-NNNNN-of-NNNNN.jsonl or .parquet); "
                           "give a dataset folder made by jit-synth generate, extract or trace")
     stride = max(1, math.ceil(sum(_rows(p) for p in paths) / sample))
-    summary = Summary()
+    summary = Summary(folder=folder)
     for path in paths:
         split = SHARD.match(os.path.basename(path)).group("split")
         for _, record, error in writers.read_records(path):
@@ -638,6 +644,105 @@ def samples_section(s: Summary, stats: dict) -> str:
     return intro + ("".join(blocks) or "<p>No record has code to show.</p>")
 
 
+# ---------------------------------------------------------------------------------------------
+# eval results: `jit-synth eval --output` folders inside the dataset folder
+
+EVAL_FILES = ("eval.json", "*/eval.json", "*/*/eval.json")
+EVAL_COLUMNS = (("ids", "kernels"), ("predictions", "predictions"), ("exact", "exact %"),
+                ("renamed", "exact renamed %"), ("chrf", "chrF"), ("compiles", "compiles %"),
+                ("matches", "runs and matches %"))
+
+
+def eval_results(folder: str) -> list[tuple[str, dict, collections.Counter]]:
+    """(folder relative to ``folder``, its eval.json, failures by kind from its predictions.jsonl)
+    for each eval result in ``folder`` or up to two levels below it."""
+    found = sorted({p for pattern in EVAL_FILES for p in glob.glob(os.path.join(folder, pattern))})
+    out = []
+    for path in found:
+        try:
+            with open(path, encoding="utf-8") as f:
+                result = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(result, dict) and isinstance(result.get("tiers"), dict) and result.get("task"):
+            where = os.path.dirname(path)
+            out.append((os.path.relpath(where, folder), result, _failures(os.path.join(where, "predictions.jsonl"))))
+    return out
+
+
+def _failures(path: str) -> collections.Counter:
+    """Why predictions failed: timeout, crashed, does not build, runs with a wrong output, ..."""
+    kinds = collections.Counter()
+    if not os.path.isfile(path):
+        return kinds
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if row.get("passed"):
+                continue
+            error = row.get("error") or ""
+            if error.startswith(("timeout", "crashed")):
+                kinds[error.split(":", 1)[0]] += 1
+            elif row.get("compiles") is False:
+                kinds["does not build"] += 1
+            elif row.get("mismatch"):
+                kinds["runs, wrong output"] += 1
+            elif error:
+                kinds["builds, does not run"] += 1
+            else:
+                kinds["text differs (text-only task)"] += 1
+    return kinds
+
+
+def eval_figure(results: list[tuple[str, dict, collections.Counter]]) -> str:
+    """pass@1 per result and tier, grouped bars."""
+    tiers = [t for t in results[0][1]["tiers"] if t != "all"] + ["all"]
+    fig = _figure(1.2 + 0.45 * len(results) * len(tiers) / 2)
+    ax = fig.add_subplot()
+    height = 0.8 / len(tiers)
+    labels = [_short(f"{r['task']} ({where})") for where, r, _ in results]
+    for n, tier in enumerate(tiers):
+        values = [(r["tiers"].get(tier) or {}).get("pass@1") or 0.0 for _, r, _ in results]
+        bars = ax.barh([i + n * height for i in range(len(results))], values, height=height,
+                       color=COLORS[n % len(COLORS)], label=tier)
+        ax.bar_label(bars, fmt="%.1f", padding=3, fontsize=8)
+    ax.set_yticks([i + height * (len(tiers) - 1) / 2 for i in range(len(results))], labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 110)
+    ax.set_xlabel("pass@1 (%)")
+    ax.set_title("pass@1 per eval and tier", loc="left")
+    ax.legend(**LEGEND_RIGHT)
+    _style(ax)
+    return _png(fig)
+
+
+def eval_section(s: Summary, stats: dict) -> str | None:
+    results = eval_results(s.folder) if s.folder else []
+    if not results:
+        return None
+    parts = [_img(eval_figure(results), "pass@1 per eval result and tier: the share of kernels whose prediction "
+                                        "passes (runs and matches, compiles, or is exact, by the task's mode).")]
+    for where, r, failures in results:
+        pass_k = sorted(k for k in r["tiers"].get("all", {}) if k.startswith("pass@"))
+        rows = [[tier] + [("-" if f.get(k) is None else f[k]) for k, _ in EVAL_COLUMNS]
+                + [("-" if f.get(k) is None else f[k]) for k in pass_k] for tier, f in r["tiers"].items()]
+        speed = f", {r['predictions_per_second']} predictions/s" if r.get("predictions_per_second") else ""
+        parts.append(f"<h3>{html.escape(r['task'])} <code>{html.escape(where)}</code></h3>"
+                     f"<p>{html.escape(r.get('mode', ''))}: {html.escape(r.get('mode_note', ''))}. Predictions: "
+                     f"<code>{html.escape(str(r.get('source', '?')))}</code>; fresh inputs from seed "
+                     f"{html.escape(str(r.get('seed')))}{speed}.</p>"
+                     + _table(["tier"] + [h for _, h in EVAL_COLUMNS] + pass_k, rows))
+        if failures:
+            parts.append(_table(["why predictions failed", "predictions"], failures.most_common()))
+    intro = ("<p>Results of <code>jit-synth eval --output</code> folders found in this folder (to two levels "
+             "down): each table is one task's <code>eval.json</code>, failures are counted from its "
+             "<code>predictions.jsonl</code>.</p>")
+    return intro + "".join(parts)
+
+
 SECTIONS = (  # anchor, title, body (None: left out)
     ("overview", "Overview", overview),
     ("mix", "Sources and categories", mix_section),
@@ -648,6 +753,7 @@ SECTIONS = (  # anchor, title, body (None: left out)
     ("splits", "Splits", splits_section),
     ("provenance", "Provenance", provenance_section),
     ("samples", "Records side by side", samples_section),
+    ("eval", "Evaluation results", eval_section),
 )
 
 

@@ -12,6 +12,8 @@ import json
 import math
 import os
 import random
+import shutil
+from html.parser import HTMLParser
 
 import pytest
 
@@ -270,6 +272,61 @@ def test_the_command_writes_eval_json_and_rows(built, tmp_path, capsys):
     assert result["tiers"]["all"]["compiles"] == 50.0 and result["seed"] == 3
     rows = [json.loads(line) for line in (tmp_path / "e" / "predictions.jsonl").read_text().splitlines()]
     assert rows[0]["passed"] and not rows[1]["passed"] and "error" in rows[1]["error"]
+
+
+class Tables(HTMLParser):
+    """Every <table> of a page as rows of cell texts, with the <h3> heading before it."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.heading, self._text = [], "", None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append((self.heading, []))
+        elif tag == "tr":
+            self.tables[-1][1].append([])
+        elif tag in ("td", "th", "h3"):
+            self._text = []
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][1][-1].append("".join(self._text))
+            self._text = None
+        elif tag == "h3":
+            self.heading, self._text = "".join(self._text), None
+
+
+def test_the_report_shows_eval_results_as_written(built, tmp_path):
+    pytest.importorskip("matplotlib")
+    from jit.code.commands import report as report_command
+
+    out, records = built
+    folder = tmp_path / "bench"
+    shutil.copytree(out, folder)
+    rid = sorted(score.applicable(records, "py2ptx"))[0]
+    preds = tmp_path / "p.jsonl"
+    predictions.write(str(preds), {rid: [baselines.oracle(records, "py2ptx")[rid][0], "not ptx"]})
+    assert eval_command.main([str(preds), "--bench", str(folder), "--task", "py2ptx", "--output",
+                              str(folder / "eval" / "py2ptx"), "--seed", "1", "-q"]) == 0
+    assert report_command.main([str(folder)]) == 0
+    page = Tables()
+    page.feed((folder / "report.html").read_text(encoding="utf-8"))
+    written = json.loads((folder / "eval" / "py2ptx" / "eval.json").read_text())
+    heading, rows = next((h, rows) for h, rows in page.tables if h.startswith("py2ptx"))
+    assert heading == "py2ptx eval/py2ptx" and rows[0][:3] == ["tier", "kernels", "predictions"]
+    shown = {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    assert set(shown) == set(written["tiers"])
+    for tier, figures in written["tiers"].items():
+        for key, column in (("exact", "exact %"), ("chrf", "chrF"), ("pass@1", "pass@1")):
+            assert shown[tier][column] == ("-" if figures[key] is None else str(figures[key]))
+    assert shown["all"]["exact %"] == "50.0" and shown["all"]["predictions"] == "2"
+    failures = next(rows for h, rows in page.tables if rows and rows[0][0] == "why predictions failed")
+    assert failures[1:] == [["text differs (text-only task)", "1"]]
 
 
 def test_bad_input_is_one_line_with_exit_2(built, tmp_path, capsys):
