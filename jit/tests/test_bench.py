@@ -166,3 +166,20 @@ def test_usage_errors_are_one_line_and_write_nothing(tmp_path, capsys):
     assert os.listdir(tmp_path / "full") == ["keep.txt"]
     assert bench_command.main(["build", "--output", str(tmp_path / "y"), "--exclude", str(tmp_path / "nothing")]) == 2
     assert not writers.data_files(str(tmp_path / "y"))
+
+
+def test_two_workers_build_the_same_benchmark(tmp_path):
+    source = tmp_path / "kernels"
+    source.mkdir()
+    head, tail = KERNELS.split("@wp.struct")
+    (source / "first.py").write_text(head)
+    (source / "second.py").write_text("import warp as wp\n\n\n@wp.struct" + tail.split("@wp.func\ndef weight")[0])
+    built = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"bench-{workers}"
+        assert bench_command.main(["build", str(source), "--output", str(out), "--workers", workers, "-q"]) == 0
+        info = json.loads((out / "bench.json").read_text())
+        info.pop("seconds")
+        built[workers] = ([(out / f).read_bytes() for f in writers.data_files(str(out))], info)
+    assert built["1"] == built["2"]
+    assert built["1"][1]["count"] == 2
