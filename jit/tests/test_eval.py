@@ -116,12 +116,27 @@ def test_corruptions_change_what_they_say():
 
 
 def test_corruptions_leave_code_no_run_can_see():
-    # a negative thread index's wrap, a helper that does nothing, and a sum with zero are never changed
+    # a negative thread index's wrap, a helper that does nothing or whose value is unused, and a sum with
+    # zero are never changed
     cpp = """static void noop_0(
     wp::float32* var_x)
 {
     //---------
     // pass
+}
+static wp::float32 twice_0(
+    wp::float32 var_x)
+{
+    const wp::float32 var_1 = 2.0;
+    wp::float32 var_0;
+    var_0 = wp::mul(var_x, var_1);
+    return var_0;
+}
+static void put_0(
+    wp::array_t<wp::float32> var_a,
+    wp::float32 var_x)
+{
+    wp::array_store(var_a, 0, var_x);
 }
 static void k_cpu_kernel_forward(
     wp::array_t<wp::float32> var_a)
@@ -136,6 +151,8 @@ static void k_cpu_kernel_forward(
     var_5 = wp::address(var_a, var_0);
     var_6 = wp::load(var_5);
     noop_0(var_5);
+    var_11 = twice_0(var_6);
+    put_0(var_a, var_6);
     var_10 = wp::mul(var_6, var_9);
     var_7 = wp::add(var_6, var_10);
     wp::array_store(var_a, var_4, var_7);
@@ -146,13 +163,16 @@ static void k_cpu_kernel_forward(
         assert "var_3 = wp::add(var_0, var_8);" in corruptions.corrupt(cpp, "cpp", "statement", rng)
         changed = corruptions.corrupt(cpp, "cpp", "operator", rng)
         assert "wp::sub(var_0, var_8)" not in changed and "wp::sub(var_6, var_10)" not in changed
-    # 0 * x and 0 / x are the same too: nothing is left to change
-    assert corruptions.corrupt(cpp.replace("mul(var_6, var_9)", "mul(var_9, var_6)"), "cpp", "operator", rng) is None
+    # 0 * x and 0 / x are the same too: only the helper's product is left to change
+    zero_first = cpp.replace("mul(var_6, var_9)", "mul(var_9, var_6)")
+    assert all("wp::div(var_x, var_1)" in corruptions.corrupt(zero_first, "cpp", "operator", random.Random(n))
+               for n in range(8))
     flow = corruptions.Liveness(cpp)
     live = {cpp[at:cpp.index(";", at)].strip() for at in flow.live_lines}
     assert "var_6 = wp::load(var_5)" in live and "var_4 = wp::where(var_2, var_3, var_0)" in live
     assert "var_3 = wp::add(var_0, var_8)" not in live and "var_2 = (var_0 < var_1)" not in live
-    assert "noop_0(var_5)" not in live
+    assert "noop_0(var_5)" not in live and "var_11 = twice_0(var_6)" not in live  # a pure helper's unused value
+    assert "put_0(var_a, var_6)" in live and "var_0 = wp::mul(var_x, var_1)" in live
     py = "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float), t: float):\n    i = wp.tid()\n" \
          "    a[i] = a[i] * 2.0 + 0.0 * t\n"
     assert all("+ 0.0 * t" in corruptions.corrupt(py, "python", "operator", random.Random(n)) for n in range(8))
