@@ -34,7 +34,8 @@ SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its 
 # near-duplicates shares about half the bands, nearly all of them with a value of its own, so it
 # is still found unless every band it shares is such a bucket (kernels that are mostly boilerplate).
 LARGE_BUCKET = 200
-NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
+NEAR, SPLIT = 1, 2
+SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten  # edge kinds: a near-duplicate link (also a split link), a split link only
 ESTIMATE_MARGIN = 0.1  # three standard errors of the estimate at J = 0.8: pairs further below are not read
 
 
@@ -109,6 +110,8 @@ class _Records:
 
     def shingle_set(self, position: int) -> np.ndarray:
         if position not in self.shingles:
+            if len(self.shingles) >= SHINGLE_CACHE:
+                self.shingles.clear()
             from jit.code.engine.splits import shingle_hashes
 
             number, start = self.parts[self._part(position)]
@@ -175,8 +178,8 @@ def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
 
 
 def _runs(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Records sharing a key: (the distinct pairs of keys two records share, the positions of each
-    key more records share, distinct), each in position order."""
+    """Positions sharing a key: (the pairs of positions that alone share a key, each pair once; the
+    positions of each key that more than two share, each such group once), in position order."""
     order = np.lexsort((positions, keys))
     keys, positions = keys[order], positions[order]
     cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
