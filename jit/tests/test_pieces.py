@@ -868,8 +868,9 @@ def poly6_np(r2, h):
 
 
 def spiky_grad_np(d, r, h):
+    """d/dx_i of (h - r)^3 for d = x_i - x_j, r = |d|, divided by 3: -(h - r)^2 d / r inside the support."""
     inside = (r < h) & (r >= 1e-6)
-    return np.where(inside[:, None], d * ((h - r) ** 2 / np.maximum(r, 1e-6))[:, None], 0.0)
+    return np.where(inside[:, None], -d * ((h - r) ** 2 / np.maximum(r, 1e-6))[:, None], 0.0)
 
 
 def pair_inputs(rng, n, d=3):
@@ -890,6 +891,8 @@ case("clamped_linear_pressure", inputs(rho=U(0.5, 2), rho0=U(0.5, 1.5), k=U(1, 1
 def check_pressure_pair(i, o):
     term = i["p_i"] / i["rho_i"] ** 2 + i["p_j"] / i["rho_j"] ** 2
     close(o["f"], spiky_grad_np(i["d"], i["r"], i["h"]) * (i["mass"] * term)[:, None], rtol=1e-3, atol=1e-5)
+    # a job subtracts the term: with positive pressures that pushes i away from j (along d)
+    assert np.all(np.einsum("nk,nk->n", -o["f"], i["d"]) >= -1e-6)
 
 
 case("pressure_pair_force", pair_inputs, check_pressure_pair)

@@ -286,7 +286,7 @@ def sph_fluid(rng, name, suffix, complexity):
             w.add(f"{f} -= {fp}")
             if viscous:
                 fv = d.use("viscosity_pair_force", r=r, h=h, mass=mass, v_i=vi, v_j=f"{vel}[{j}]", rho_j=rhoj)["f"]
-                w.add(f"{f} += {fv}")
+                w.add(f"{f} += {fv} / {rhoi}")  # a force density: per unit mass, like the pressure term
         w.depth -= 1
         terms = [says("pressure_pair_force")] + ([says("viscosity_pair_force")] if viscous else [])
         norm = d.scalar(("kernel_normalization", "spiky_norm"), lo=1.0, hi=100.0)

@@ -383,8 +383,8 @@ def _mesh_raycast(p: Pattern):
     p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
           f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
     if p.coin():
-        cam = p.scalar(rng.choice(("cam_pos", "camera_origin")), T.VEC3F, lo=-0.5, hi=0.5)
-        p.add(f"ro = {cam} + wp.vec3(0.0, 0.0, 4.0)")
+        dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=2.0, hi=5.0)
+        p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
     else:
         p.add(f"ro = wp.vec3(0.0, {rng.choice(('0.0', '0.5', '1.0'))}, {rng.choice(('2.0', '4.0', '5.0'))})")
     if p.coin(0.4):

@@ -85,20 +85,13 @@ def camera_ray(p: Pattern, image: str) -> None:
     """Lines computing ``ro`` and ``rd`` of pixel (i, j): pinhole camera, position and field of view."""
     rng = p.rng
     w, h = f"{image}.shape[1]", f"{image}.shape[0]"
-    if p.coin(0.3):
-        w, h = p.count("width", p.kb.dims[1]), p.count("height", p.kb.dims[0])
-    if p.coin():
-        fov = p.scalar("tan_half_fov", lo=0.3, hi=1.2)
-    else:  # the vertical field of view in radians
-        fov = p.let("scale", f"wp.tan(0.5 * {p.scalar('fov', lo=0.5, hi=1.8)})", inline=0.0)
+    # tan(fov / 2), computed once by the caller
+    fov = p.scalar(p.pick("tan_half_fov", "fov_scale"), lo=0.3, hi=1.2)
     # the horizontal pixel coordinate is stretched by the aspect ratio so that pixels stay square
     p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
           f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
-    cam = p.pick("array", "literal", "param")
-    if cam == "array":
-        c = p.scalar(rng.choice(("camera_pos", "eye")), T.VEC3F, lo=-0.5, hi=0.5)
-        p.add(f"ro = {c} + wp.vec3(0.0, 0.0, 4.0)")
-    elif cam == "param":
+    cam = p.pick("literal", "param")
+    if cam == "param":
         dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
         p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
     else:
@@ -113,7 +106,7 @@ def shade(p: Pattern, normal: str) -> str:
     if kind == "headlight":
         p.add(f"shade = wp.max(-wp.dot({normal}, rd), 0.0)")
     elif kind == "directional":
-        p.add(f"light = {unit_literal(p, rng.uniform(-1, 1), 1.0, rng.uniform(-1, 1))}",
+        p.add(f"light = {unit_literal(p, *rng.choice(((1.0, 1.0, 1.0), (-1.0, 1.0, 1.0), (1.0, 2.0, 2.0), (0.0, 1.0, 1.0))))}",
               f"shade = wp.max(wp.dot({normal}, light), 0.0)")
     else:
         lights = p.array(rng.choice(("light_dirs", "lights")), T.VEC3F, lo=-1.0, hi=1.0, shape=(rng.randint(1, 4),))
@@ -122,7 +115,7 @@ def shade(p: Pattern, normal: str) -> str:
     if p.chance(0.3):
         ambient = p.scalar(rng.choice(("ambient", "ambient_light")), lo=0.0, hi=0.3)
         p.add(f"shade = {ambient} + (1.0 - {ambient}) * shade")
-    albedo = f"wp.vec3({', '.join(fmt(rng.uniform(0.3, 1.0)) for _ in range(3))})"
+    albedo = rng.choice(("wp.vec3(0.8, 0.6, 0.4)", "wp.vec3(0.9, 0.9, 0.9)", "wp.vec3(0.2, 0.5, 0.8)", "wp.vec3(0.7)"))
     if p.coin(0.3):
         albedo = p.scalar(rng.choice(("albedo", "base_color")), T.VEC3F, lo=0.0, hi=1.0)
     value = f"{albedo} * shade"
@@ -194,7 +187,7 @@ def ray_cast(rng, name, suffix, complexity):
     else:
         value = shade(p, normal)
         if p.chance(0.4):
-            sky = f"wp.vec3({fmt(rng.uniform(0.3, 0.6))}, {fmt(rng.uniform(0.5, 0.8))}, 1.0)"
+            sky = rng.choice(("wp.vec3(0.5, 0.7, 1.0)", "wp.vec3(0.4, 0.6, 0.9)", "wp.vec3(0.6, 0.8, 1.0)"))
             if p.coin():
                 value = f"wp.where({hit_any}, {value}, {sky})"
             else:  # a vertical gradient for the sky: white at the horizon, blue overhead

@@ -40,11 +40,12 @@ def spiky_gradient(w: Writer) -> str:
     return w.func("spiky_grad", f"""
 @wp.func
 def {{name}}(d: {v}, r: {s}, h: {s}):
-{INDENT}\"\"\"The spiky kernel's gradient without its normalisation, along d = x_i - x_j.\"\"\"
+{INDENT}\"\"\"The spiky kernel's gradient at x_i without its normalisation, for d = x_i - x_j: the kernel
+{INDENT}falls off with distance, so the gradient points from i towards j.\"\"\"
 {INDENT}if r >= h or r < {w.lit(EPS)}:
 {INDENT}{INDENT}return {v}()
 {INDENT}q = h - r
-{INDENT}return d * (q * q / r)
+{INDENT}return d * (-q * q / r)
 """)
 
 
