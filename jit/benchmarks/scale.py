@@ -264,7 +264,7 @@ def main(argv=None) -> int:
         return 1
     stats = writers.read_stats(args.output)
     stages = stats.get("merge_seconds", {})  # the single-process merge before the stages had none
-    merge = sum(v for k, v in stages.items() if k != "stats") or float("nan")
+    merge = sum(v for k, v in stages.items() if k not in ("counts", "stats")) or float("nan")  # stats holds counts
     figures = {
         "count": args.count, "workers": args.workers, "executor": args.executor, "seconds": round(seconds, 1),
         "parts_seconds": round(stats["seconds"] - merge, 1), "merge_stages": stages, "merge_seconds": round(merge, 1),

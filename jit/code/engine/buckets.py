@@ -157,7 +157,7 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
     records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
     small = [g for g in groups if len(g) <= SMALL_BUCKET]
-    pairs = np.unique(np.concatenate([pairs, *(_all_pairs(g) for g in small)]), axis=0)
+    pairs = _distinct(np.concatenate([pairs, *(_all_pairs(g) for g in small)]))
     found = _compare_pairs(pairs, records, near_at, split_at)
     compared = len(pairs)
     for members in groups:
@@ -186,10 +186,16 @@ def _runs(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list[np.
     starts = np.concatenate(([0], cuts)).astype(np.int64)
     sizes = np.diff(np.concatenate((starts, [len(keys)])))
     two = starts[sizes == 2]
-    pairs = np.unique(np.stack([positions[two], positions[two + 1]], axis=1), axis=0) if len(two) else \
-        np.zeros((0, 2), dtype=np.int64)
+    pairs = _distinct(np.stack([positions[two], positions[two + 1]], axis=1))
     more = {tuple(positions[a:a + n].tolist()) for a, n in zip(starts[sizes > 2].tolist(), sizes[sizes > 2].tolist())}
     return pairs, [np.array(m, dtype=np.int64) for m in sorted(more)]
+
+
+def _distinct(pairs: np.ndarray) -> np.ndarray:
+    """The distinct rows of an (m, 2) array of positions, sorted (one 64-bit key a pair: positions
+    below 2**31)."""
+    keys = np.unique((pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1].astype(np.int64))
+    return np.stack([keys >> 32, keys & 0xFFFFFFFF], axis=1)
 
 
 def _all_pairs(members: np.ndarray) -> np.ndarray:
