@@ -66,6 +66,9 @@ def in_process(fn: Callable, arguments: list[tuple]) -> list:
 def first_of_components(n: int, pairs: np.ndarray) -> np.ndarray:
     """For each of ``n`` nodes, the smallest node of its connected component (pairs: (m, 2) edges).
 
+    Edges can come in batches: with ``root`` the answer for the batches so far (each node's
+    smallest node), ``first_of_components(n, root[batch])[root]`` is the answer with ``batch`` too.
+
     Hooks each root to the smaller root of an edge, then shortens every path to one step, until
     every edge joins one root: a few rounds of whole-array operations, not a loop over edges.
     """
@@ -137,15 +140,14 @@ class Merge:
         self._remove_stale(tag)
         removed = self._stage("duplicates", buckets.duplicates,
                               [(self.out, s, id_shards, starts, tag) for s in range(id_shards)])
-        edges = np.zeros((0, 3), dtype=np.int64)
+        found = []
         if self.keys.bands or self.keys.provenance:
             found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near_at,
                                                           self.split_at) for s in range(shards)])
-            edges = np.concatenate([np.load(f["path"]) for f in found])
             self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets_left_out": sum(f["left_out"] for f in found),
                              "shards": shards}
         t0 = time.perf_counter()
-        self._clusters(total, starts, np.concatenate([np.load(p) for p in removed]), edges)
+        self._clusters(total, starts, np.concatenate([np.load(p) for p in removed]), [f["path"] for f in found])
         self.seconds["clusters"] += time.perf_counter() - t0
         return len(self.kept)
 
@@ -159,15 +161,21 @@ class Merge:
             if os.path.basename(path).split("-")[1] != tag:
                 os.remove(path)
 
-    def _clusters(self, total: int, starts: list[tuple[int, int]], copies: np.ndarray, edges: np.ndarray) -> None:
+    def _clusters(self, total: int, starts: list[tuple[int, int]], copies: np.ndarray, edges: list[str]) -> None:
+        """Decide from the duplicates, the exclusions and the edge files (read one at a time)."""
         excluded = np.zeros(total, dtype=bool)
         for number, start in starts:
             part_excluded, = part_index.load(self.out, number, "excluded")
             excluded[start:start + len(part_excluded)] = part_excluded
         removed = excluded.copy()
         removed[copies] = True
-        near = edges[edges[:, 2] == buckets.NEAR, :2]
-        first = first_of_components(total, near)
+        first = np.arange(total)  # smallest position of each near-duplicate cluster
+        group = np.arange(total) if self.split_at is not None else np.zeros(0, dtype=np.int64)
+        for path in edges:
+            found = np.load(path)
+            first = first_of_components(total, first[found[found[:, 2] == buckets.NEAR, :2]])[first]
+            if self.split_at is not None:
+                group = first_of_components(total, group[found[:, :2]])[group]
         kept = ~removed & (first == np.arange(total))
         self.kept = np.flatnonzero(kept)
         self.duplicates = len(copies)
@@ -175,7 +183,7 @@ class Merge:
         copied[copies] = True
         self.excluded = int((excluded & ~copied).sum())
         self.near_duplicates = int((~removed & ~kept).sum())
-        self.groups = first_of_components(total, edges[:, :2]) if self.split_at is not None else np.zeros(0)
+        self.groups = group
 
     # -----------------------------------------------------------------------------------------
     # writing
