@@ -166,6 +166,10 @@ def test_first_of_components_is_the_smallest_node_of_each_component():
         rx, ry = find(x), find(y)
         parent[max(rx, ry)] = min(rx, ry)
     assert root.tolist() == [find(x) for x in range(n)]
+    batched = np.arange(n)  # edges in batches, as the clusters stage reads them shard by shard
+    for batch in np.array_split(pairs, 3):
+        batched = merge.first_of_components(n, batched[batch])[batched]
+    assert batched.tolist() == root.tolist()
 
 
 # ---------------------------------------------------------------------------------------------
