@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jit.code.engine import dedup, writers
+from jit.code.engine.splits import provenance_keys
 
 # hash mixing for band values: a fixed odd multiplier (splitmix64's), so band hashes are the same
 # in every process and every release of this package that keeps it
@@ -91,8 +92,6 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
             if keys.bands and stored is None:
                 computed.append(dedup.signature(source).hashvalues)
             if keys.provenance:
-                from jit.code.engine.splits import provenance_keys
-
                 provenance += [(row, hash64(repr(key))) for key in provenance_keys(record.get("metadata"))]
     n = len(ids)
     os.makedirs(merge_dir(out), exist_ok=True)
