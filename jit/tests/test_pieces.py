@@ -176,8 +176,15 @@ case("verlet_kick_drift", inputs(x=U(-1, 1, 3), v=U(-1, 1, 3), a=U(-2, 2, 3), dt
      lambda i, o: close(o["x"], i["x"] + i["v"] * col(i["dt"]) + 0.5 * i["a"] * col(i["dt"]) ** 2))
 case("verlet_kick", inputs(v=U(-1, 1, 3), a=U(-2, 2, 3), dt=U(0.001, 0.01)),
      lambda i, o: close(o["v"], i["v"] + 0.5 * i["a"] * col(i["dt"])))
-case("acceleration_from_inverse_mass", inputs(f=U(-1, 1, 3), inv_mass=U(0, 2), gravity=U(-9.81, -1, 3)),
-     lambda i, o: close(o["a"], i["f"] * col(i["inv_mass"]) + i["gravity"]))
+def some_pinned(rng, n):
+    """Forces, gravity and inverse masses of which every fourth is zero (a pinned particle)."""
+    w = rng.uniform(0.1, 2, n)
+    w[::4] = 0.0
+    return {"f": rng.uniform(-1, 1, (n, 3)), "inv_mass": w, "gravity": rng.uniform(-9.81, -1, (n, 3))}
+
+
+case("acceleration_from_inverse_mass", some_pinned,
+     lambda i, o: close(o["a"], i["f"] * col(i["inv_mass"]) + i["gravity"] * col(i["inv_mass"] != 0)))
 case("acceleration_from_mass", inputs(f=U(-1, 1, 3), mass=U(0.5, 2), gravity=U(-9.81, -1, 3)),
      lambda i, o: close(o["a"], i["f"] / col(i["mass"]) + i["gravity"]))
 case("linear_damping", inputs(v=U(-1, 1, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
@@ -470,6 +477,9 @@ for d in (2, 3):
     case(f"central_gradient_{d}d", stencil_inputs(d, quadratic),
          lambda i, o, d=d: close(o["grad"], 2 * i["_coeffs"][:, :d] * i["_p0"] + i["_coeffs"][:, 3:3 + d],
                                  atol=1e-8), dim=d, f64=True)
+    case(f"central_difference_{d}d", stencil_inputs(d, quadratic),  # the gradient times 2h: its direction
+         lambda i, o, d=d: close(o["grad"], (2 * i["_coeffs"][:, :d] * i["_p0"] + i["_coeffs"][:, 3:3 + d])
+                                 * 2 * i["_h"][:, None], atol=1e-8), dim=d, f64=True)
     case(f"central_divergence_{d}d", lambda rng, n, d=d: _with_trace(stencil_inputs(d, linear_field)(rng, n), d),
          lambda i, o: close(o["div"], i["_trace"], atol=1e-8), dim=d, f64=True)
     case(f"jacobi_pressure_{d}d", lambda rng, n, d=d: {**stencil_inputs(d, quadratic)(rng, n),

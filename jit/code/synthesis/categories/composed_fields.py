@@ -62,9 +62,14 @@ def diffuse_grid(rng, name, suffix, complexity):
 def wave_grid(rng, name, suffix, complexity):
     d = grid_draft(rng, suffix, ("WaveParams",))
     dim, w = d.style.dim, d.w
-    g, height = grid(d, ("height", "u", "h_curr"), dim)
-    prev = d.array(("height_prev", "u_prev", "h_prev"), "scalar")
-    out = d.array(("height_next", "u_next", "h_next"), "scalar", "out")
+    if dim == 2:  # a height field over a plane
+        g, height = grid(d, ("height", "u", "h_curr"), dim)
+        prev = d.array(("height_prev", "u_prev", "h_prev"), "scalar")
+        out = d.array(("height_next", "u_next", "h_next"), "scalar", "out")
+    else:  # a wave amplitude (pressure, displacement) through a volume
+        g, height = grid(d, ("u", "amplitude"), dim)
+        prev = d.array(("u_prev", "amplitude_prev"), "scalar")
+        out = d.array(("u_next", "amplitude_next"), "scalar", "out")
     interior_guard(g, [(out, g.read(height))])
     d.gather_here()
     c = w.let(("c", "h", "value"), g.read(height))
@@ -76,7 +81,7 @@ def wave_grid(rng, name, suffix, complexity):
     else:
         tail = ""
     w.add(f"{out}[{g.at}] = {c_next}")
-    what = f"Advance a height field by {says('wave_step')} with {says(f'laplacian_{dim}d')}{tail}"
+    what = f"Advance a {'height field' if dim == 2 else 'wave field'} by {says('wave_step')} with {says(f'laplacian_{dim}d')}{tail}"
     return d.finish(rng.choice(("wave_step", "update_waves", "propagate_wave")), list(g.shape),
                     grid_purpose(g, what), tids=list("ijk"[:dim]))
 
@@ -94,7 +99,8 @@ def grid_derivatives(rng, name, suffix, complexity):
                       "out")
         interior_guard(g, [(out, d.style.lit(0.0) if kind == "magnitude" else d.style.zero())])
         d.gather_here()
-        grad = d.use(f"central_gradient_{dim}d", **g.neighbours(field))["grad"]
+        # a normal needs only the gradient's direction: no cell size to scale it by
+        grad = d.use(f"central_{'difference' if kind == 'normals' else 'gradient'}_{dim}d", **g.neighbours(field))["grad"]
         if kind == "magnitude":
             w.comment("a signed distance field has a unit gradient: this measures how far it has drifted")
             w.add(f"{out}[{g.at}] = {w.length(grad)}")
@@ -103,7 +109,7 @@ def grid_derivatives(rng, name, suffix, complexity):
             w.comment("the level set's outward normal; flat regions get a zero normal")
             n = w.let(("n", "normal"), f"wp.normalize({grad})")
             w.add(f"{out}[{g.at}] = {n}")
-            what = f"Compute unit normals of a level set from {says(f'central_gradient_{dim}d')}"
+            what = f"Compute unit normals of a level set from {says(f'central_difference_{dim}d')}"
         else:
             w.add(f"{out}[{g.at}] = {grad}")
             what = f"Compute {says(f'central_gradient_{dim}d')} of a scalar field"
@@ -124,11 +130,14 @@ def grid_derivatives(rng, name, suffix, complexity):
         else:
             what = f"Compute {says(piece_name)} of a velocity field"
         w.add(f"{out}[{g.at}] = {value}")
+    noun = {"magnitude": "gradient_norm", "normals": "normals", "gradient": "gradient"}.get(kind, kind)
+    if kind == "divergence" and rhs:
+        noun = "pressure_rhs"
+    bases = ("compute_" + noun, noun + "_kernel", "eval_" + noun)
     if g.boundary == "interior":
-        return d.finish(rng.choice(("compute_" + kind, kind + "_kernel", "eval_" + kind)), list(g.shape),
+        return d.finish(rng.choice(bases), list(g.shape),
                         f"{what} on a {dim}D grid; border cells, which lack a neighbour, get zero", tids=list("ijk"[:dim]))
-    return d.finish(rng.choice(("compute_" + kind, kind + "_kernel", "eval_" + kind)), list(g.shape),
-                    grid_purpose(g, what), tids=list("ijk"[:dim]))
+    return d.finish(rng.choice(bases), list(g.shape), grid_purpose(g, what), tids=list("ijk"[:dim]))
 
 
 @register("pressure_solve", 0.8, source=SOURCE)
@@ -391,7 +400,7 @@ def reduce_particles(rng, name, suffix, complexity):
         w.add(f"wp.atomic_min({lower}, 0, {xi} - {pad})", f"wp.atomic_max({upper}, 0, {xi} + {pad})")
         d.differentiable = False
         purpose = "Grow the bounding box of particles, padded by their radii"
-    return d.finish(rng.choice(("reduce", "compute_totals", "accumulate_" + kind)), [its.launch], purpose)
+    return d.finish(rng.choice(("compute_totals", "accumulate_" + kind)), [its.launch], purpose)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -68,7 +68,8 @@ def step(d: Draft, integrator: str, x: str, v: str, a: str, limit: bool) -> tupl
     if integrator == "explicit_euler":  # the position moves with the old velocity, as the method says
         x = d.use("position_drift", x=x, v=v)["x"]
     v = d.use("verlet_kick" if integrator == "verlet_kick_drift" else "velocity_kick", v=v, a=a)["v"]
-    d.w.comment("limit the speed before it moves the particle")
+    if integrator != "explicit_euler":  # explicit Euler moved the particle with the old velocity already
+        d.w.comment("limit the speed before it moves the particle")
     v = d.use("clamp_speed", v=v)["v"]
     if integrator != "explicit_euler":
         x = d.use("position_drift", x=x, v=v)["x"]
@@ -91,6 +92,7 @@ def integrate_particles(rng, name, suffix, complexity):
         inv_mass = d.array(("inv_masses", "particle_inv_mass"), "scalar", lo=R.INV_MASS.lo, hi=R.INV_MASS.hi)
         d.resolved[R.INV_MASS] = w.let(("w", "inv_m"), f"{inv_mass}[tid]")
         w.add(f"if {d.resolved[R.INV_MASS]} == {w.lit(0.0)}:", f"{INDENT}return")
+        w.nonzero.add(d.resolved[R.INV_MASS])
     substeps = rng.random() < 0.15
     pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "linear_damping": 0.5, "exponential_damping": 0.5,
             "clamp_speed": 0.7, **COLLIDER_WEIGHTS, **({} if substeps else {"energy": 0.4})}

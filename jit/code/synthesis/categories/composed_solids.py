@@ -85,7 +85,7 @@ def integrate_bodies(rng, name, suffix, complexity):
         w.add(f"{tx}[tid] = {x}", f"{tr}[tid] = {q_new}")
     tv = body_v if in_place else d.array((f"{body_v}{suffix_out}", "v_next"), "vec3", "out")
     w.add(f"{tv}[tid] = {v}")
-    if spun or not in_place:
+    if spun:  # an unchanged angular velocity is not copied to a second array
         tw = body_w if in_place else d.array((f"{body_w}{suffix_out}", "w_next"), "vec3", "out")
         w.add(f"{tw}[tid] = {omega}")
     loads = join(["gravity", *[p for p in phrases if p == "applied forces"]])

@@ -161,7 +161,7 @@ def grid_stencil(rng, name, suffix, complexity):
             p.note("scales it to the pressure equation's right-hand side, -rho / dt div u")
         p.add(f"{out}[{at}] = div_u")
         purpose = f"Compute the central-difference divergence of a velocity field on a {dims}-D grid"
-    base = {"diffusion": ("diffuse", "heat_step", "apply_laplacian"), "wave": ("wave_solve", "wave_step"),
+    base = {"diffusion": ("diffuse", "heat_step", "diffusion_step"), "wave": ("wave_solve", "wave_step"),
             "jacobi": ("pressure_jacobi", "jacobi_iteration", "solve_pressure"),
             "gradient": ("compute_gradient", "pressure_gradient", "grad_field"),
             "divergence": ("compute_divergence", "divergence", "velocity_divergence")}[op]

@@ -105,7 +105,7 @@ def particle_integration(rng, name, suffix, complexity):
               f"{INDENT}v = {fl.v}({vx}, wp.max(-v[1] * {restitution}, v[1]){', ' + vz if fl.dim == 3 else ''})")
     elif boundary == "box":
         reflect = p.name(rng.choice(("reflect", "bounce", "wall_velocity")))
-        half = p.scalar(rng.choice(("box_size", "half_extent", "bound")), lo=0.5, hi=4.0)
+        half = p.scalar(rng.choice(("half_extent", "box_half_size", "half_size")), lo=0.5, hi=4.0)
         # only a velocity heading out of the box flips: one already heading back in is left alone
         p.func(f"""
 @wp.func
@@ -169,8 +169,11 @@ VELOCITY_OF = {"positions": "velocities", "particle_q": "particle_qd", "x": "v"}
 
 
 def per_spring(p: Pattern, array: str, scalar: str, lo: float, hi: float) -> str:
-    """A per-spring coefficient read from an array, or one value for all springs."""
-    if p.rng.random() < 0.5:
+    """A per-spring coefficient read from an array, or one value for all springs: a kernel's rest
+    lengths, stiffnesses and dampings are all per spring or all shared."""
+    if getattr(p, "per_spring_arrays", None) is None:
+        p.per_spring_arrays = p.rng.random() < 0.5
+    if p.per_spring_arrays:
         return f"{p.array(array, p.fl.scalar, lo=lo, hi=hi)}[tid]"
     return p.scalar(scalar, lo=lo, hi=hi)
 
@@ -195,19 +198,23 @@ def spring_forces(rng, name, suffix, complexity):
     eps = fl.lit(1.0e-6)
     if helper:
         force = p.name(rng.choice(("spring_force", "eval_spring")))
-        args = "xi: {v}, xj: {v}, rest: {s}, ke: {s}".format(v=fl.v, s=fl.s)
         zero = p.pick(f"{fl.v}()", f"{fl.v}({', '.join([fl.lit(0.0)] * fl.dim)})")
-        tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d * (ke * (l - rest) / l)"],
-                      ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"])
-        body = "\n".join(INDENT + line for line in ["d = xj - xi", f"l = {p.length('d')}", *tail])
-        p.func(f"@wp.func\ndef {force}({args}):\n{body}\n")
-        p.add(f"f = {force}(xi, xj, {rest}, {ke})")
-        if damped:
+        if damped:  # the damper acts on the rate of stretch: a pair spinning rigidly feels no damping
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
-            # only the rate of stretch is damped: a pair spinning rigidly feels no damping
-            p.add("n = wp.normalize(xj - xi)", f"dv = {v}[{j}] - {v}[{i}]", f"f = f + n * ({kd} * wp.dot(dv, n))")
+            args = "xi: {v}, xj: {v}, vi: {v}, vj: {v}, rest: {s}, ke: {s}, kd: {s}".format(v=fl.v, s=fl.s)
+            tail = [f"if l < {eps}:", f"{INDENT}return {zero}", "n = d / l",
+                    "return n * (ke * (l - rest) + kd * wp.dot(vj - vi, n))"]
+            call = f"{force}(xi, xj, {v}[{i}], {v}[{j}], {rest}, {ke}, {kd})"
             p.note("damps the rate of stretch along the spring")
+        else:
+            args = "xi: {v}, xj: {v}, rest: {s}, ke: {s}".format(v=fl.v, s=fl.s)
+            tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d * (ke * (l - rest) / l)"],
+                          ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"])
+            call = f"{force}(xi, xj, {rest}, {ke})"
+        body = "\n".join(INDENT + line for line in ["d = xj - xi", f"l = {p.length('d')}", *tail])
+        p.func(f"@wp.func\ndef {force}({args}):\n{body}\n")
+        p.add(f"f = {call}")
     else:
         p.add("d = xj - xi", f"l = {p.length('d')}")
         # a spring of zero length has no direction: skip it, or divide by a floor on the length

@@ -137,7 +137,7 @@ def atomic_reduction(rng, name, suffix, complexity):
         return p.finish(rng.choice(bases), p.kb.dims,
                         purpose=f"Sum the {words} per {owner}, keyed by each item's {owner} id")
     if kind == "rows":
-        sums = p.array(rng.choice(("row_sums", "row_norms", "totals")), fl.scalar, "out", shape=(p.kb.dims[0],))
+        sums = p.array(rng.choice(("row_sums", "totals")), fl.scalar, "out", shape=(p.kb.dims[0],))
         p.add(f"wp.atomic_add({sums}, i, {value})" if rng.random() < 0.5 else f"{sums}[i] += {value}")
         return p.finish(rng.choice(("sum_rows", "row_reduce", "reduce_rows")), p.kb.dims,
                         purpose=f"Sum the {words} of each row of a 2-D array into one entry per row")

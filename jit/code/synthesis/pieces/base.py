@@ -226,6 +226,7 @@ class Writer:
     in_place: bool = True  # this author updates a state (``v = v + a * dt``) rather than naming the new one
     reserved: set[str] = field(default_factory=set)  # helper names: no value may take one
     memo: dict[str, str] = field(default_factory=dict)  # values computed once for the whole body
+    nonzero: set[str] = field(default_factory=set)  # values the body has already tested for zero
     top: int = 0  # the depth of the body's own statements (1 in a helper, whose lines are indented)
 
     # names and lines

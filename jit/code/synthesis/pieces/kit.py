@@ -222,6 +222,9 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
             x, v = w.own(out["x"], "x"), w.own(out["v"], "v")
             continue
         bound = {}
+        if c == "sphere" and d.style.dim == 2:  # in the plane the collider is a circle
+            bound["center"] = d.resolve(R.CENTER, names=("circle_center", "collider_center"))
+            bound["radius"] = d.resolve(R.SPHERE_RADIUS, names=("circle_radius", "collider_radius"))
         if c == "sdf":  # the collider's distance field, sampled where the particle is
             shape = grid_shape(d.rng, d.style.dim)
             bound["sdf"] = d.array(("sdf", "collider_sdf", "distance_field"), "scalar", shape=shape)
@@ -235,7 +238,9 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
     resolved = [c for c in colliders if c != "box"]
     text = ""
     if resolved:  # the response is said of the colliders it follows; the box walls bounce by their restitution
-        text = f"contacts with {join([says(COLLIDERS[c]) for c in resolved])} " \
+        named = [says(COLLIDERS[c]).replace("sphere", "circle") if c == "sphere" and d.style.dim == 2
+                 else says(COLLIDERS[c]) for c in resolved]
+        text = f"contacts with {join(named)} " \
                f"({says('project_out')} and {says(response)})"
     if "box" in colliders:
         text = f"{text} and {says('box_container')}" if text else f"contacts with {says('box_container')}"

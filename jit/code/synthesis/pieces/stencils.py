@@ -56,6 +56,12 @@ def _register_stencils(dim: int) -> None:
         half = w.let(("half_inv_dx", "scale"), f"{w.lit(0.5)} * {inv_dx}")
         return {"grad": w.let(("grad", "gradient"), f"{w.style.vec(*parts)} * {half}")}
 
+    @piece(f"central_difference_{nd}", needs=_sides(dim, GRID_VALUE), gives={"grad": GRADIENT},
+           says="central differences (the gradient's direction)", dims=(dim,))
+    def difference(w: Writer, **nbr):
+        parts = [f"{nbr[hi]} - {nbr[lo]}" for lo, hi in zip(sides[::2], sides[1::2])]
+        return {"grad": w.let(("grad", "diff"), w.style.vec(*parts))}
+
     @piece(f"central_divergence_{nd}", needs={**_sides(dim, GRID_VECTOR), "inv_dx": INV_CELL_SIZE},
            gives={"div": DIVERGENCE}, says="a central-difference divergence", dims=(dim,))
     def divergence(w: Writer, inv_dx, **nbr):
