@@ -173,6 +173,11 @@ static void k_cpu_kernel_forward(
     assert "var_3 = wp::add(var_0, var_8)" not in live and "var_2 = (var_0 < var_1)" not in live
     assert "noop_0(var_5)" not in live and "var_11 = twice_0(var_6)" not in live  # a pure helper's unused value
     assert "put_0(var_a, var_6)" in live and "var_0 = wp::mul(var_x, var_1)" in live
+    # an adjoint replays primal values; the adjoint of a sum never reads them, that of a product does
+    adjoint = ("    var_1 = wp::sin(var_0);\n    var_2 = wp::cos(var_0);\n"
+               "    wp::adj_add(var_1, var_3, adj_1, adj_3, adj_4);\n    wp::adj_mul(var_2, var_3, adj_2, adj_3, adj_5);\n")
+    replayed = corruptions.Liveness(adjoint).live_lines
+    assert adjoint.index("    var_1 = ") not in replayed and adjoint.index("    var_2 = ") in replayed
     py = "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float), t: float):\n    i = wp.tid()\n" \
          "    a[i] = a[i] * 2.0 + 0.0 * t\n"
     assert all("+ 0.0 * t" in corruptions.corrupt(py, "python", "operator", random.Random(n)) for n in range(8))

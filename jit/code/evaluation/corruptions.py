@@ -166,6 +166,8 @@ _ACTS = re.compile(r"\bwp::(?:atomic_\w+|array_store|assign\w*|rand\w*|tile_stor
 _HELPER_CALL = re.compile(r"(?<!::)\b(\w+_\d+)\(")  # Warp numbers helpers: falloff_0
 _CONTROL = re.compile(r"^(?:if \(.*\) (?:\{|goto \w+;)|\} else \{|else \{|goto \w+;|\w+:;|return(?: .*)?;|"
                       r"(?:for|while) \(.*\) \{|break;|continue;)$")
+# adjoints of sums, negations, copies and casts: Warp passes them the primal values, which they never read
+_LINEAR_ADJOINT = re.compile(r"^wp::adj_(?:add|sub|neg|copy|float\d*|int\d*|uint\d*)\((?:[^()]|\([^()]*\))*\);$")
 _PASS_ON = re.compile(r"^wp::(?:copy|neg|float\d*|int\d*|uint\d*)\((var_\d+)\)$")  # zero in, zero out
 
 
@@ -226,7 +228,8 @@ class Liveness:
     Per function: a statement acts (a store, an atomic, a call of a helper that is not pure, a
     branch, a return) or assigns a temporary; a temporary is live when an acting statement reads
     it, directly or through live temporaries. Not live: a value nothing reads, a call of a pure
-    helper (``_pure_helpers``) whose value nothing reads, a value multiplied by zero, and the
+    helper (``_pure_helpers``) whose value nothing reads, a primal value an adjoint replays only
+    to hand to the adjoint of a sum or a cast (which never reads it), a value multiplied by zero, and the
     wrap of a negative index (``wp::where(i < 0, i + n, i)``) when ``i`` is a thread index, which
     a launch never makes negative. Zero temporaries (a constant ``0.0``, a product with one) are
     recorded so that ``x + 0`` is not swapped for the same ``x - 0``.
@@ -261,7 +264,7 @@ class Liveness:
             if d is None or _acts(d.group(2), pure):
                 if d is None and re.fullmatch(r"(\w+)\(.*\);", s) and not _acts(s, pure) and _HELPER_CALL.match(s):
                     continue  # a pure helper's call whose value nothing takes
-                roots |= temps
+                roots |= set() if _LINEAR_ADJOINT.match(s) else temps
                 lines.append((at, None))
                 continue
             var, rhs = d.groups()
