@@ -231,7 +231,7 @@ def spring_network(rng, name, suffix, complexity):
             d.skip_writes.append(f"{out}[tid] = {d.style.lit(0.0)}")
             extra.append(f"store {says('edge_strain')}")
         else:
-            broken = d.array(("broken", "torn", "break_flags"), T.INT32, "out")
+            broken = d.array(("overstretched", "over_limit", "strain_flags"), T.INT32, "out")
             w.comment("flag overstretched springs; the caller removes them before the next step")
             w.add(f"{broken}[tid] = wp.where({strain} > {d.resolve(MAX_STRAIN)}, 1, 0)")
             d.skip_writes.append(f"{broken}[tid] = 0")

@@ -188,7 +188,8 @@ def rotate_vectors(rng, name, suffix, complexity):
         purpose += ", renormalised to unit length"
     out = d.array(("rotated", "vectors_out", "result"), "vec3", "out")
     w.add(f"{out}[tid] = {r}")
-    return d.finish(rng.choice(("rotate_vectors", "apply_rotation")), [its.launch], purpose)
+    bases = ("rotate_to_local", "inverse_rotate") if how == "quat_rotate_inv" else ("rotate_vectors", "apply_rotation")
+    return d.finish(rng.choice(bases), [its.launch], purpose)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,7 +451,7 @@ def cast_rays(rng, name, suffix, complexity):
     detail = "Misses keep the far distance."
     if shaded:
         detail += f" Rays that hit no sphere get a zero {'shade' if miss == d.style.lit(0.0) else 'vector'}."
-    return d.finish(rng.choice(("cast_rays", "trace_primary", "raycast_scene")), [its.launch], purpose, detail)
+    return d.finish(rng.choice(("cast_rays", "trace_primary")), [its.launch], purpose, detail)
 
 
 # ---------------------------------------------------------------------------------------------

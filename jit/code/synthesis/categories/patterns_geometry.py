@@ -186,6 +186,7 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if p.chance(0.3) and not listed:  # neighbour lists have a fixed capacity
         cap = p.scalar(rng.choice(("max_neighbors", "capacity")), T.INT32, lo=8, hi=64)
         p.add(f"{out}[i] = wp.min(count, {cap})")
+        p.note(f"clamps each count to the capacity {cap} of the caller's neighbour lists")
     else:
         p.add(f"{out}[i] = count")
     if closest:
@@ -377,8 +378,6 @@ def _mesh_raycast(p: Pattern):
     image = p.array(rng.choice(("depth", "depth_image")) if depth_only else rng.choice(("pixels", "image")),
                     T.FLOAT32 if depth_only else T.VEC3F, "out", ndim=2)
     w, h = (f"{image}.shape[1]", f"{image}.shape[0]")
-    if p.coin(0.3):
-        w, h = p.count("width", p.kb.dims[1]), p.count("height", p.kb.dims[0])
     # pixel centres in [-1, 1], the horizontal one stretched by the aspect ratio so pixels stay square
     p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
           f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")

@@ -155,7 +155,7 @@ def ray_cast(rng, name, suffix, complexity):
             center, radius = "center", "radius"
         else:
             centers = p.array(rng.choice(("centers", "sphere_pos")), T.VEC3F, lo=-1.0, hi=1.0, shape=(n_spheres,))
-            radii = p.array(rng.choice(("radii", "sphere_radius")), T.FLOAT32, lo=0.2, hi=0.8, shape=(n_spheres,))
+            radii = p.array(rng.choice(("radii", "sphere_radii")), T.FLOAT32, lo=0.2, hi=0.8, shape=(n_spheres,))
             p.add(f"for s in range({centers}.shape[0]):")
             center, radius = f"{centers}[s]", f"{radii}[s]"
         scene = "spheres"

@@ -164,21 +164,23 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
             "max": f"wp.abs({data}[k])", "length": p.length(f"{data}[k]")}[kind]
     accumulate = f"s = wp.max(s, {term})" if kind == "max" else f"s += {term}"
     p.add(f"for k in range(tid, {data}.shape[0], {threads}):", f"{INDENT}{accumulate}")
+    mean = kind != "max" and p.coin(0.3)  # the mean: every thread adds its share
     names = {"max": ("max_abs", "result"), "sq": ("norm_sq", "total", "result")}.get(kind, ("total", "result"))
-    total = p.array(rng.choice(names), fl.scalar, "out", shape=(1,))
+    total = p.array(rng.choice(("mean", "average") if mean else names), fl.scalar, "out", shape=(1,))
     what = {"sum": "values", "sq": "squared values", "abs": "absolute values", "max": "largest absolute value",
             "length": "vector lengths"}[kind]
     if kind == "max":  # absolute values are never negative: a zeroed output is a valid start
         p.add(f"wp.atomic_max({total}, 0, s)")
         purpose = f"Find the {what} of an array with a grid-stride loop and one atomic max per thread"
-    elif p.coin(0.3):  # the mean: every thread adds its share
+    elif mean:
         p.add(f"wp.atomic_add({total}, 0, s / {fl.s}({data}.shape[0]))")
         purpose = f"Average the {what} of an array with a grid-stride loop and one atomic add per thread"
     else:
         p.add(f"wp.atomic_add({total}, 0, s)")
         purpose = f"Sum the {what} of an array with a grid-stride loop and one atomic add per thread"
     if p.chance(0.3):
-        partial = p.array(rng.choice(("partial_sums", "per_thread")), fl.scalar, "out")
+        partial = p.array(rng.choice(("partial_max", "per_thread_max") if kind == "max" else ("partial_sums", "per_thread")),
+                          fl.scalar, "out")
         p.add(f"{partial}[tid] = s")
         p.note("keeps each thread's partial result")
     return p.finish(rng.choice(("strided_sum", "grid_stride_reduce", "reduce_strided")), p.kb.dims, purpose=purpose,

@@ -39,5 +39,5 @@ def grid_decay(w: Writer, c, rate, dt):
 
 @piece("nonnegative", needs={"c": GRID_VALUE}, gives={"c": GRID_VALUE}, says="a non-negativity clamp")
 def nonnegative(w: Writer, c):
-    w.comment("interpolation and diffusion steps can undershoot; a density cannot be negative")
+    w.comment("a discrete step can undershoot below zero; a density cannot be negative")
     return {"c": w.update(c, f"wp.max({c}, {w.lit(0.0)})", "c_clamped", "c_pos")}
