@@ -68,13 +68,14 @@ def _integrate_bodies(p: Pattern):
         else:  # the same through quaternion rotations, without forming R
             p.add(f"tau_body = wp.quat_rotate_inv(r, {tau}[tid])",
                   f"w = w + wp.quat_rotate(r, {inv_i}[tid] * tau_body) * {dt}")
+    exponential = p.coin()  # one damping model for both velocities
     if p.chance(0.4):
         damp = p.scalar(rng.choice(("angular_damping", "damping")), lo=0.0, hi=0.5)
-        p.add(p.pick(f"w = w * (1.0 - {damp} * {dt})", f"w = w * wp.exp(-{damp} * {dt})"))
+        p.add(f"w = w * wp.exp(-{damp} * {dt})" if exponential else f"w = w * (1.0 - {damp} * {dt})")
         p.note("damps the angular velocity")
     if p.chance(0.25):
         lin_damp = p.scalar(rng.choice(("linear_damping", "drag")), lo=0.0, hi=0.5)
-        p.add(f"v = v * (1.0 - {lin_damp} * {dt})")
+        p.add(f"v = v * wp.exp(-{lin_damp} * {dt})" if exponential else f"v = v * (1.0 - {lin_damp} * {dt})")
         p.note("damps the linear velocity")
     p.add(f"x = x + v * {dt}")
     if p.coin(0.35):  # exact rotation by the angle |w| dt about w
@@ -94,7 +95,7 @@ def _integrate_bodies(p: Pattern):
         w_out = p.array(f"{ang}_out", T.VEC3F, "out")
         p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v", f"{w_out}[tid] = w")
     if energy:
-        ke = p.array(rng.choice(("kinetic_energy", "body_energy")), T.FLOAT32, "out")
+        ke = p.array(rng.choice(("linear_kinetic_energy", "translational_energy")), T.FLOAT32, "out")
         if forced:  # a static body (zero inverse mass) does not move: no energy
             p.add("ke = float(0.0)", "if inv_m > 0.0:", f"{INDENT}ke = 0.5 * wp.dot(v, v) / inv_m", f"{ke}[tid] = ke")
         else:
