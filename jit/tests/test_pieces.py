@@ -892,6 +892,7 @@ def pair_inputs(rng, n, d=3):
 
 
 case("poly6_density", pair_inputs, lambda i, o: close(o["rho"], i["mass"] * poly6_np(i["r2"], i["h"]), atol=1e-7))
+case("poly6_weight", pair_inputs, lambda i, o: close(o["w"], poly6_np(i["r2"], i["h"]), atol=1e-7))
 case("tait_pressure", inputs(rho=U(0.5, 2), rho0=U(0.5, 1.5), k=U(1, 10)),
      lambda i, o: close(o["p"], i["k"] * ((i["rho"] / i["rho0"]) ** 7 - 1), rtol=1e-4, atol=1e-4))
 case("clamped_linear_pressure", inputs(rho=U(0.5, 2), rho0=U(0.5, 1.5), k=U(1, 10)),

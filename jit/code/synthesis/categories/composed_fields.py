@@ -258,12 +258,14 @@ def sph_fluid(rng, name, suffix, complexity):
     if job == "density":
         rho = w.let(("rho", "density"), zero_s)
         j, how = neighbour_loop(d, n, x)
-        mass = f"{masses}[{j}]" if individual else mass
         r2 = w.let(("r2", "dist_sq"), f"wp.length_sq({xi} - {x}[{j}])")
-        w.add(f"{rho} += {d.use('poly6_density', r2=r2, mass=mass, h=h)['rho']}")
+        if individual:
+            w.add(f"{rho} += {d.use('poly6_density', r2=r2, mass=f'{masses}[{j}]', h=h)['rho']}")
+        else:  # one mass for all: it multiplies the sum once, with the normalisation
+            w.add(f"{rho} += {d.use('poly6_weight', r2=r2, h=h)['w']}")
         w.depth -= 1
         norm = d.scalar(("density_normalization", "poly6_norm"), lo=1.0, hi=100.0)
-        w.rebind(rho, f"{rho} * {norm}")
+        w.rebind(rho, f"{rho} * {norm}" if individual else f"{rho} * ({mass} * {norm})")
         densities = d.array(("densities", "particle_rho", "rho_out"), "scalar", "out")
         w.add(f"{densities}[tid] = {rho}")
         purpose = f"Sum {says('poly6_density')} {how} into the densities of {st.dim}D particles"

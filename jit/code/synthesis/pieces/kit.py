@@ -223,8 +223,9 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
             continue
         bound = {}
         if c == "sphere" and d.style.dim == 2:  # in the plane the collider is a circle
-            bound["center"] = d.resolve(R.CENTER, names=("circle_center", "collider_center"))
-            bound["radius"] = d.resolve(R.SPHERE_RADIUS, names=("circle_radius", "collider_radius"))
+            word = d.rng.choice(("circle", "collider"))  # one word for both
+            bound["center"] = d.resolve(R.CENTER, names=(f"{word}_center",))
+            bound["radius"] = d.resolve(R.SPHERE_RADIUS, names=(f"{word}_radius",))
         if c == "sdf":  # the collider's distance field, sampled where the particle is
             shape = grid_shape(d.rng, d.style.dim)
             bound["sdf"] = d.array(("sdf", "collider_sdf", "distance_field"), "scalar", shape=shape)

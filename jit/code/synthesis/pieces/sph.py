@@ -55,6 +55,12 @@ def poly6_density(w: Writer, r2, mass, h):
     return {"rho": w.let(("w_ij", "contrib"), f"{mass} * {poly6(w)}({r2}, {h})")}
 
 
+@piece("poly6_weight", needs={"r2": DIST_SQ, "h": SMOOTHING_LENGTH}, gives={"w": WEIGHT},
+       says="poly6 kernel weights")
+def poly6_weight(w: Writer, r2, h):
+    return {"w": w.let(("w_ij", "weight"), f"{poly6(w)}({r2}, {h})")}
+
+
 @piece("tait_pressure", needs={"rho": DENSITY, "rho0": REST_DENSITY, "k": GAS_CONSTANT}, gives={"p": PRESSURE},
        says="the Tait equation of state")
 def tait_pressure(w: Writer, rho, rho0, k):
