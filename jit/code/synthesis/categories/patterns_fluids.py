@@ -113,7 +113,7 @@ def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str
     rng = p.rng
     counted = False
     # one mass for all particles: multiplied once after the loop rather than per neighbour
-    factored = "[index]" not in mass and p.coin()
+    factored = "[index]" not in mass
     term = "" if factored else f"{mass} * "
     if p.coin(0.6):
         kernel = poly6(p)
@@ -180,7 +180,7 @@ def _xsph(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
     else:
         rho_j = f"{rho}[index]"
     # one mass for all particles: multiplied once after the loop rather than per neighbour
-    factored = "[index]" not in mass and p.coin()
+    factored = "[index]" not in mass
     term = "" if factored else f"{mass} * "
     if p.coin(0.6):
         kernel = poly6(p)
