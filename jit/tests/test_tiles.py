@@ -80,6 +80,23 @@ def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
         return want
     if kind == "transpose":
         return {outs[0].name: v[ins[0].name].T * (v[scalars[0].name] if scalars else 1.0)}
+    if kind in ("lerp", "fma", "clip"):
+        a, b, c = (v[p.name] for p in ins[:3])
+        y = {"lerp": a + c * (b - a), "fma": a * b + c, "clip": np.minimum(np.maximum(a, b), c)}[kind]
+        return {outs[0].name: y + (v[ins[3].name][None, :] if len(ins) == 4 else 0.0)}
+    if kind in ("complex_mul", "correlate"):
+        a_re, a_im, b_re, b_im = (v[p.name] for p in ins)
+        c = (a_re + 1j * a_im) * (b_re - 1j * b_im if kind == "correlate" else b_re + 1j * b_im)
+        return {outs[0].name: c.real, outs[1].name: c.imag}
+    if kind in ("batch_mean", "batch_sum"):
+        stack = v[ins[0].name]
+        count = stack.shape[0] // outs[0].shape[0]
+        frames = stack.reshape(count, -1, stack.shape[1])
+        total = frames.sum(0) / (count if kind == "batch_mean" else 1)
+        want = {outs[0].name: total}
+        if len(outs) == 2:
+            want[outs[1].name] = frames[0] - total
+        return want
     x = v[ins[0].name].reshape(len(plan.dim) and plan.dim[0], -1)
     inclusive = np.cumsum(x, axis=1)
     want = {outs[0].name: (inclusive if "Inclusive" in spec.source else inclusive - x).ravel()}

@@ -8,11 +8,14 @@ allow:
 
 - integers per type: wrap-around of unsigned sums, ``//`` (floors) against ``/`` and ``%``
   (truncate), bit identities, shifts, conversions between widths and to floats, min/max/clamp,
-  ``abs`` and ``sign``;
+  ``abs`` and ``sign``, uint64 sort keys packed from two uint32 halves;
+- conversions: small integers through every scalar type and back, written with typed
+  constructors (``wp.uint64(x)``, ``wp.float16(x)``) as Warp's tests write them; float16
+  widened to float32 and float64;
 - floats: floor, ceil, trunc, round and rint, and float16/32/64 conversions;
 - vectors (cross and dot products, normalisation), matrices (inverse, products, determinants,
-  outer products, rotations written from literals), quaternions (rotation round trips,
-  axis-angle, composition) and transforms;
+  outer products, 2D/3D rotations and 4x4 rotation-translation matrices written from literals),
+  quaternions (rotation round trips, axis-angle, composition, literal turns) and transforms;
 - bool logic and conditionals, ``wp.static`` loops over ``wp.constant`` module constants, and
   nested ``@wp.struct`` fields.
 
@@ -51,6 +54,7 @@ FLOATS = {"float16": FLOAT16, "float32": T.FLOAT32, "float64": T.FLOAT64}
 VECS = {(n, s): WType(f"vec{n}{SUFFIX[s]}", "vec", s, (n,)) for n in (2, 3, 4) for s in ("float32", "float64")}
 MATS = {(n, s): WType(f"mat{n}{n}{SUFFIX[s]}", "mat", s, (n, n)) for n in (2, 3, 4) for s in ("float32", "float64")}
 QUATS = {s: WType(f"quat{SUFFIX[s]}", "quat", s, (4,)) for s in ("float32", "float64")}
+SCALARS = {**INTS, **UINTS, **FLOATS}
 TRANSFORMS = {s: WType(f"transform{SUFFIX[s]}", "transform", s, (7,)) for s in ("float32", "float64")}
 TOLERANCE = {"float32": 1.0e-5, "float64": 1.0e-12}  # a few roundings of values of order one
 NEAR = re.compile(r"^(\s*wp\.expect_near\(.*), ((?:wp\.\w+\()?[-\d.e]+\)?)\)$")  # its last argument
@@ -133,6 +137,12 @@ class Writer:
         self.structs.append((t, f"@wp.struct\nclass {t.name}:\n{body}"))
         return t
 
+    def typed(self, t: WType, value: float) -> str:
+        """A literal of type ``t``, with float32 ones written ``wp.float32(0.5)`` in kernels that spell types out."""
+        if t.name == "float32" and not self.plain:
+            return f"wp.float32({fmt(value)})"
+        return typed(t, value)
+
     def add(self, *lines: str) -> None:
         self.lines += lines
 
@@ -170,7 +180,7 @@ class Writer:
         if inline:
             lines = [re.sub(rf"\[{self.tid}\]", "[wp.tid()]", line) for line in lines]
         if self.rng.random() < 0.35:  # the tolerance by keyword, as many of Warp's tests pass it
-            lines = [NEAR.sub(r"\1, tolerance=\2)", line) for line in lines]
+            lines = [NEAR.sub(r"\1, tolerance=\2)", line) if arguments(line) == 3 else line for line in lines]
         params = [p for p in self.params if p.role == "in"] + [p for p in self.params if p.role != "in"]
         clash = assigned_names(self.lines) & {p.name for p in params}
         if clash:  # a local shadowing a parameter: a bug in the kind, not a random event
@@ -195,8 +205,31 @@ def typed(t: WType, value: float) -> str:
     return fmt(value) if t.name == "float32" else f"{t.py}({fmt(value)})"
 
 
+def arguments(line: str) -> int:
+    """How many arguments the outermost call on a line takes (0 when it has no call)."""
+    depth, count = 0, 0
+    for ch in line:
+        if ch in "([":
+            depth += 1
+            count += depth == 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            count += 1
+    return count
+
+
+def unit_length(w: Writer, expr: str, f: WType, tol: str) -> str:
+    """``expect_near(length, 1)``: in float32 a unit length is off by a few ulps, within the default 1e-6."""
+    if f.name == "float32" and w.rng.random() < 0.7:
+        return f"wp.expect_near(wp.length({expr}), {w.typed(f, 1.0)})"
+    return f"wp.expect_near(wp.length({expr}), {w.typed(f, 1.0)}, {tol})"
+
+
 def clause(parts: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
+    """``a``, ``a and b``, ``a, b and c`` (empty for no parts)."""
+    if not parts:
+        return ""
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
@@ -214,7 +247,7 @@ def _uint_wrap(w: Writer, rng: random.Random) -> CheckKernel:
     v = w.load(w.pick("value", "v"), w.array(w.pick("values", "x", "counters"), t, 0, 2**bits - 1))
     if rng.random() < 0.5:
         offset = rng.randint(2 ** min(bits - 1, 30), min(2**bits - 1, 2**31 - 1))  # literals stay int32
-        off = typed(t, offset)
+        off = w.typed(t, offset)
         if rng.random() < 0.4:
             off = w.constant(w.pick("OFFSET", "BIAS"), off)
         out = w.out(w.pick("shifted", "sums", "wrapped"), t)
@@ -229,10 +262,10 @@ def _uint_wrap(w: Writer, rng: random.Random) -> CheckKernel:
                         f"Adding {offset} wraps exactly when the value exceeds its headroom, and subtracting it "
                         "restores the value")
     out = w.out(w.pick("negated_out", "complement"), t)
-    w.add(f"negated = {typed(t, 0)} - {v}",
+    w.add(f"negated = {w.typed(t, 0)} - {v}",
           "# two's complement: the negation is the bitwise inverse plus one",
-          f"wp.expect_eq(~{v} + {typed(t, 1)}, negated)",
-          f"wp.expect_eq({v} + negated, {typed(t, 0)})",
+          f"wp.expect_eq(~{v} + {w.typed(t, 1)}, negated)",
+          f"wp.expect_eq({v} + negated, {w.typed(t, 0)})",
           f"{w.at(out)} = negated")
     return w.finish(w.pick("test_unsigned_negate", "check_uint_negation"),
                     f"Check two's complement negation of {t.name} values for every input value",
@@ -248,19 +281,26 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
         by = "a positive divisor"
     else:
         by = str(rng.randint(2, 9))
-        d = typed(t, int(by))
+        d = w.typed(t, int(by))
     w.add("# / truncates toward zero and % takes the sign of the dividend",
           f"q = {a} / {d}", f"r = {a} % {d}",
           f"wp.expect_eq(q * {d} + r, {a})",
           "# // rounds toward negative infinity: one less than q when the remainder is negative",
           f"floored = {a} // {d}",
-          f"wp.expect_eq(floored, q - {typed(t, 1)} if r < {typed(t, 0)} else q)",
+          f"wp.expect_eq(floored, q - {w.typed(t, 1)} if r < {w.typed(t, 0)} else q)")
+    extra = [("the remainder is smaller than the divisor", [f"wp.expect_eq(wp.abs(r) < {d}, True)"]),
+             ("% agrees with the floored quotient", [f"wp.expect_eq(r == {w.typed(t, 0)}, floored * {d} == {a})"]),
+             ("negating the numerator negates / and %",
+              [f"wp.expect_eq((-{a}) / {d}, -q)", f"wp.expect_eq((-{a}) % {d}, -r)"])]
+    also = w.checks(extra, 1, 2)
+    w.add(
           f"{w.at(w.out(w.pick('quotients', 'floored_out'), t))} = floored")
     if rng.random() < 0.6:
         w.add(f"{w.at(w.out(w.pick('remainders', 'rem'), t))} = r")
     return w.finish(w.pick("test_int_division", "check_floordiv_mod", "test_divmod_signed"),
                     f"Check {t.name} division and remainder rules for every signed input",
-                    f"Dividing by {by}, / and % recover the numerator and // floors")
+                    f"Dividing by {by}, / and % recover the numerator and // floors"
+                    + (f"; it also checks that {also}" if also else ""))
 
 
 def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
@@ -274,9 +314,9 @@ def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
                ("that xor with the same mask twice restores the value", [f"wp.expect_eq(({a} ^ {b}) ^ {b}, {a})"])]
     if not signed:  # wrapping arithmetic: signed overflow is undefined
         options += [("the carry-save form of a sum",
-                     [f"wp.expect_eq({a} + {b}, ({a} ^ {b}) + (({a} & {b}) << {typed(t, 1)}))"]),
+                     [f"wp.expect_eq({a} + {b}, ({a} ^ {b}) + (({a} & {b}) << {w.typed(t, 1)}))"]),
                     ("that or less and is xor", [f"wp.expect_eq(({a} | {b}) - ({a} & {b}), {a} ^ {b})"])]
-    what = w.checks(options)
+    what = w.checks(options, 2, 4)
     op = w.pick("^", "&", "|")
     w.add(f"{w.at(w.out({'^': 'toggled', '&': 'common', '|': 'merged'}[op], t))} = {a} {op} {b}")
     return w.finish(w.pick("test_bitwise_ops", "check_bit_identities", "test_bit_logic"),
@@ -290,20 +330,20 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
         hi = 2 ** min(bits - 2, 40)
         x = w.load("x", w.array(w.pick("values", "x"), t, -hi, hi))
         w.add("# an arithmetic right shift floors, like //",
-              f"shifted = {x} >> {typed(t, k)}", f"wp.expect_eq(shifted, {x} // {typed(t, 2**k)})",
-              f"wp.expect_eq(shifted * {typed(t, 2**k)} + ({x} & {typed(t, 2**k - 1)}), {x})",
+              f"shifted = {x} >> {w.typed(t, k)}", f"wp.expect_eq(shifted, {x} // {w.typed(t, 2**k)})",
+              f"wp.expect_eq(shifted * {w.typed(t, 2**k)} + ({x} & {w.typed(t, 2**k - 1)}), {x})",
               f"{w.at(w.out(w.pick('halved', 'shifted_out'), t))} = shifted")
         return w.finish(w.pick("test_arithmetic_shift", "check_shift_right_signed"),
                         f"Check that a right shift of {t.name} values floors for every signed input",
                         f"Shifting by {k} matches // {2**k} and drops exactly the low {'bit' if k == 1 else f'{k} bits'}")
     x = w.load("x", w.array(w.pick("values", "x", "keys"), t, 0, 2 ** min(bits - k, 62) - 1))
-    s = typed(t, k)
+    s = w.typed(t, k)
     if rng.random() < 0.3:
         s = w.constant(w.pick("SHIFT", "BITS"), s)
     w.add(f"shifted = {x} << {s}", f"# values below 2**{min(bits - k, 62)} lose no bit at the top")
     what = w.checks([("shifts back", [f"wp.expect_eq(shifted >> {s}, {x})"]),
-                     (f"multiplies it by {2**k}", [f"wp.expect_eq(shifted, {x} * {typed(t, 2**k)})"]),
-                     (f"clears the low {'bit' if k == 1 else f'{k} bits'}", [f"wp.expect_eq(shifted & {typed(t, 2**k - 1)}, {typed(t, 0)})"])])
+                     (f"multiplies it by {2**k}", [f"wp.expect_eq(shifted, {x} * {w.typed(t, 2**k)})"]),
+                     (f"clears the low {'bit' if k == 1 else f'{k} bits'}", [f"wp.expect_eq(shifted & {w.typed(t, 2**k - 1)}, {w.typed(t, 0)})"])])
     w.add(f"{w.at(w.out(w.pick('shifted_out', 'scaled'), t))} = shifted")
     return w.finish(w.pick("test_shift_left", "check_shift_roundtrip", "test_shift_ops"),
                     f"Check left shifts of {t.name} values by {k} for every input value", f"The shift {what}")
@@ -329,10 +369,21 @@ def _int_conversion(w: Writer, rng: random.Random) -> CheckKernel:
         narrow = w.pick(UINTS["uint8"], UINTS["uint16"])
         bits = BITS[narrow.name]
         x = w.load("x", w.array(w.pick("values", "x", "ids"), INTS["int32"], 0, 2 ** (bits + 4)))
-        w.add(f"low = {narrow.py}({x})", f"# narrowing keeps the low {bits} bits",
-              f"wp.expect_eq(wp.int32(low), {x} & {2**bits - 1})",
-              f"wp.expect_eq(wp.int32(low), {x} % {2**bits})",
-              f"{w.at(w.out(w.pick('low_bits', 'truncated'), narrow))} = low")
+        w.add(f"low = {narrow.py}({x})", f"# narrowing keeps the low {bits} bits")
+        if rng.random() < 0.6:  # the mask and modulus from a module constant, folded at compile time
+            width = w.constant(w.pick("BITS", "WIDTH"), str(bits))
+            mask, modulus = f"wp.static((1 << {width}) - 1)", f"wp.static(1 << {width})"
+            if rng.random() < 0.5:
+                w.add(f"mask = {mask}")
+                mask = "mask"
+        else:
+            mask, modulus = str(2**bits - 1), str(2**bits)
+        w.add(f"wp.expect_eq(wp.int32(low), {x} & {mask})",
+              f"wp.expect_eq({w.pick('int', 'wp.int32')}(low), {x} % {modulus})")
+        if rng.random() < 0.5:
+            w.add(f"# {x} less its low bits is a multiple of 2**{bits}",
+                  f"wp.expect_eq(({x} - wp.int32(low)) % {2**bits}, 0)")
+        w.add(f"{w.at(w.out(w.pick('low_bits', 'truncated'), narrow))} = low")
         return w.finish(w.pick("test_narrow_int", "check_int_narrowing"),
                         f"Check int32 to {narrow.name} narrowing for every non-negative input",
                         f"The conversion keeps the low {bits} bits")
@@ -360,7 +411,7 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
         bounds = sorted(rng.sample(range(int(lo) + 10, int(hi) - 10), 2))
     else:
         bounds = [rng.choice((-2.0, -1.5, -1.0, -0.5, 0.0)), rng.choice((0.5, 1.0, 1.5, 2.0))]
-    lower, upper = typed(t, bounds[0]), typed(t, bounds[1])
+    lower, upper = w.typed(t, bounds[0]), w.typed(t, bounds[1])
     w.add(f"clamped = wp.clamp({a}, {lower}, {upper})", "# clamp is a max then a min",
           f"wp.expect_eq(clamped, wp.min(wp.max({a}, {lower}), {upper}))")
     what = "wp.clamp against wp.max then wp.min"
@@ -369,6 +420,9 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
         w.add("# min and max split a pair, so their sum is the pair's",
               f"wp.expect_eq(wp.min({a}, {b}) + wp.max({a}, {b}), {a} + {b})")
         what += " and that wp.min and wp.max split a pair"
+        if t.kind != "uint" and rng.random() < 0.6:  # unsigned differences wrap
+            w.add(f"wp.expect_eq(wp.max({a}, {b}) - wp.min({a}, {b}), wp.abs({a} - {b}))")
+            what += ", whose spread is the absolute difference"
     w.add(f"{w.at(w.out(w.pick('limited', 'bounded'), t))} = clamped")
     return w.finish(w.pick("test_min_max", "check_clamp", "test_clamp_minmax"),
                     f"Check wp.clamp, wp.min and wp.max on {t.name} values for every input", f"It checks {what}")
@@ -382,10 +436,90 @@ def _abs_sign(w: Writer, rng: random.Random) -> CheckKernel:
     what = w.checks([("wp.abs times wp.sign gives back the value",
                       ["# sign is -1 below zero and 1 otherwise", f"wp.expect_eq(magnitude * wp.sign({x}), {x})"]),
                      ("wp.abs is the larger of x and -x", [f"wp.expect_eq(magnitude, wp.max({x}, -{x}))"]),
-                     ("wp.abs is never negative", [f"wp.expect_eq(magnitude >= {typed(t, 0)}, True)"])], 2, 3, keep=1)
+                     ("wp.abs is never negative", [f"wp.expect_eq(magnitude >= {w.typed(t, 0)}, True)"])], 2, 3, keep=1)
     w.add(f"{w.at(w.out(w.pick('magnitudes', 'abs_values'), t))} = magnitude")
     return w.finish(w.pick("test_abs_sign", "check_abs"), f"Check wp.abs and wp.sign for every {t.name} input",
                     f"It checks that {what}")
+
+
+def _type_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
+    if rng.random() < 0.3:
+        return _float_widening(w, rng)
+    src = w.pick(INTS["int32"], INTS["int32"], INTS["int64"], INTS["int16"], UINTS["uint8"], UINTS["uint32"])
+    x = w.load(w.pick("x", "value", "v"), w.array(w.pick("values", "ids", "counts"), src, 0, 126))
+    back = "int" if src.name == "int32" and w.plain else src.py  # int() converts to int32 as Python spells it
+    via = [t for name, t in SCALARS.items() if name != src.name]
+    chosen = [via[k] for k in sorted(rng.sample(range(len(via)), rng.randint(5, len(via))))]
+    w.add("# values in [0, 126] are exact in every integer and float type, float16 included")
+    w.add(*(f"wp.expect_eq({back}({t.py}({x})), {x})" for t in chosen))
+    direct = [t for t in chosen if t.name != "float64"]
+    direct = rng.sample(direct, min(len(direct), rng.randint(1, 3)))
+    w.add("# converting through float64 first changes nothing",
+          *(f"wp.expect_eq({t.py}(wp.float64({x})), {t.py}({x}))" for t in direct))
+    summed = rng.sample(chosen, rng.randint(1, 3))
+    w.add("# adding one stays below 128, so the sum is the same in every type",
+          *(f"wp.expect_eq({t.py}({x}) + {w.typed(t, 1)}, {t.py}({x} + {w.typed(src, 1)}))" for t in summed))
+    kept = w.pick(*chosen)
+    w.add(f"{w.at(w.out(w.pick('converted', 'as_' + kept.name), kept))} = {kept.py}({x})")
+    names = clause([t.name for t in chosen])
+    return w.finish(w.pick("test_type_conversions", "check_scalar_roundtrip", "test_int_conversions"),
+                    f"Check that small {src.name} values convert to other scalar types and back for every input",
+                    f"Values in [0, 126] round-trip exactly through {names}, converting through float64 first "
+                    f"changes no {clause([t.name for t in direct])} value, and adding one commutes with converting "
+                    f"to {clause([t.name for t in summed])}")
+
+
+def _float_widening(w: Writer, rng: random.Random) -> CheckKernel:
+    h = w.load(w.pick("h", "half"), w.array(w.pick("halves", "values_fp16", "samples"), FLOAT16, -4.0, 4.0))
+    two = w.pick(2.0, 0.5, 4.0)
+    w.add("# every float16 is exactly a float32 and a float64, so widening and narrowing back is exact",
+          f"wp.expect_eq(wp.float16(wp.float32({h})), {h})",
+          f"wp.expect_eq(wp.float16(wp.float64({h})), {h})",
+          f"wp.expect_eq(wp.float64(wp.float32({h})), wp.float64({h}))")
+    what = w.checks([(f"that scaling by {fmt(two)} is exact in every width",
+                      ["# scaling by a power of two is exact in float16 for values below 4",
+                       f"wp.expect_eq(wp.float32({h} * wp.float16({fmt(two)})), wp.float32({h}) * wp.float32({fmt(two)}))"]),
+                     ("the sign of the widened value",
+                      [f"wp.expect_eq(wp.float64(-{h}), -wp.float64({h}))"]),
+                     ("the floor in both widths",
+                      [f"wp.expect_eq(wp.float32(wp.floor({h})), wp.floor(wp.float32({h})))"])], 1, 3)
+    wide = w.pick("float32", "float64")
+    w.add(f"{w.at(w.out(w.pick('widened', 'wide'), FLOATS[wide]))} = wp.{wide}({h})")
+    return w.finish(w.pick("test_float16_widening", "check_half_to_double"),
+                    "Check float16 values widened to float32 and float64 for every input value",
+                    f"The conversions are exact both ways, and it checks {what}")
+
+
+def _key_packing(w: Writer, rng: random.Random) -> CheckKernel:
+    u32, u64 = UINTS["uint32"], UINTS["uint64"]
+    cell = w.load("cell", w.array(w.pick("cells", "cell_ids", "buckets"), u32, 0, 2**32 - 1))
+    item = w.load("item", w.array(w.pick("items", "particle_ids", "ids"), u32, 0, 2**32 - 1))
+    shift = "wp.uint64(32)"
+    if rng.random() < 0.4:
+        shift = w.constant(w.pick("KEY_SHIFT", "HIGH_SHIFT"), shift)
+    w.add("# the cell in the high 32 bits and the item in the low 32: keys sort by cell, then item",
+          f"key = (wp.uint64({cell}) << {shift}) | wp.uint64({item})",
+          f"wp.expect_eq(key >> {shift}, wp.uint64({cell}))",
+          f"wp.expect_eq(wp.uint32(key & wp.uint64(0xFFFFFFFF)), {item})")
+    options = [("narrowing keeps the item", ["# narrowing to uint32 keeps the low half",
+                                             f"wp.expect_eq(wp.uint32(key), {item})"]),
+               ("the key is cell * 2**32 + item",
+                [f"wp.expect_eq(key, wp.uint64({cell}) * wp.uint64(4294967296) + wp.uint64({item}))"]),
+               ("bitwise or and addition agree on the disjoint halves",
+                [f"wp.expect_eq(key, (wp.uint64({cell}) << {shift}) + wp.uint64({item}))"])]
+    if rng.random() < 0.4:
+        other_cell = w.load("other_cell", w.array(w.pick("next_cells", "other_cells"), u32, 0, 2**32 - 1))
+        other_item = w.load("other_item", w.array(w.pick("next_items", "other_ids"), u32, 0, 2**32 - 1))
+        options.insert(0, ("keys order by cell, then by item",
+                           [f"other = (wp.uint64({other_cell}) << {shift}) | wp.uint64({other_item})",
+                            f"wp.expect_eq(key < other, {cell} < {other_cell} or ({cell} == {other_cell} and {item} < {other_item}))"]))
+        what = w.checks(options, 2, 3, keep=1)
+    else:
+        what = w.checks(options, 1, 3)
+    w.add(f"{w.at(w.out(w.pick('keys', 'sort_keys'), u64))} = key")
+    return w.finish(w.pick("test_pack_keys", "check_uint64_keys", "test_sort_key_packing"),
+                    "Check uint64 sort keys packed from a uint32 cell and item for every input pair",
+                    f"Both halves unpack exactly, and it checks that {what}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +530,7 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(T.FLOAT32, T.FLOAT32, T.FLOAT64)
     positive = rng.random() < 0.4  # x - floor(x) is exact for x >= 0 (and rounds for x in (-1, 0))
     x = w.load("x", w.array(w.pick("values", "samples", "coords"), t, 0.0 if positive else -8.0, 8.0))
-    zero, one, half = typed(t, 0.0), typed(t, 1.0), typed(t, 0.5)
+    zero, one, half = w.typed(t, 0.0), w.typed(t, 1.0), w.typed(t, 0.5)
     w.add(f"whole = wp.floor({x})")
     store = w.pick("floor", "round", "rint", "trunc")
     local = {"floor": "whole", "round": "rounded", "rint": "nearest", "trunc": "truncated"}[store]
@@ -482,8 +616,8 @@ def _vec_cross(w: Writer, rng: random.Random) -> CheckKernel:
     tol = tolerance(v, 10.0)
     w.add(f"c = wp.cross({a}, {b})", "# components in [-1, 1]: the products stay below 6, a few roundings each")
     what = w.checks([("is orthogonal to both factors",
-                      [f"wp.expect_near(wp.dot(c, {a}), {typed(f, 0.0)}, {tol})",
-                       f"wp.expect_near(wp.dot(c, {b}), {typed(f, 0.0)}, {tol})"]),
+                      [f"wp.expect_near(wp.dot(c, {a}), {w.typed(f, 0.0)}, {tol})",
+                       f"wp.expect_near(wp.dot(c, {b}), {w.typed(f, 0.0)}, {tol})"]),
                      ("obeys Lagrange's identity",
                       ["# Lagrange's identity", f"ab = wp.dot({a}, {b})",
                        f"wp.expect_near(wp.length_sq(c), wp.length_sq({a}) * wp.length_sq({b}) - ab * ab, {tol})"]),
@@ -502,7 +636,7 @@ def _vec_normalize(w: Writer, rng: random.Random) -> CheckKernel:
     store = w.pick("unit", "length")
     w.add(f"unit = wp.normalize({x})", f"length = wp.length({x})",
           "# components in [0.25, 2]: lengths below 4, a few roundings each")
-    what = w.checks([("have length 1", [f"wp.expect_near(wp.length(unit), {typed(f, 1.0)}, {tolerance(f)})"]),
+    what = w.checks([("have length 1", [unit_length(w, "unit", f, tolerance(f))]),
                      ("scale back to the input", [f"wp.expect_near(unit * length, {x}, {tolerance(f)})"]),
                      ("project the input onto its length", [f"wp.expect_near(wp.dot(unit, {x}), length, {tolerance(f)})"])])
     out = w.out("units" if store == "unit" else w.pick("lengths", "norms"), v if store == "unit" else f)
@@ -546,14 +680,14 @@ def _mat_inverse(w: Writer, rng: random.Random) -> CheckKernel:
     eye_dtype = "float" if s == "float32" and rng.random() < 0.5 else f.py
     w.add(f"eye = wp.identity(n={n}, dtype={eye_dtype})",
           "# the identity plus a small matrix: singular values in [0.5, 1.5], condition number below 3",
-          f"A = eye + {typed(f, scale)} * {w.at(small)}",
+          f"A = eye + {w.typed(f, scale)} * {w.at(small)}",
           "A_inv = wp.inverse(A)")
     tol = tolerance(f)
     options = [("the matrix times its inverse is the identity",
                 [f"wp.expect_near({w.pick('A @ A_inv', 'wp.mul(A, A_inv)')}, eye, {tol})"]),
                ("the inverse times the matrix is the identity", [f"wp.expect_near(A_inv @ A, eye, {tol})"]),
                ("the determinants multiply to 1",
-                [f"wp.expect_near(wp.determinant(A) * wp.determinant(A_inv), {typed(f, 1.0)}, {tol})"])]
+                [f"wp.expect_near(wp.determinant(A) * wp.determinant(A_inv), {w.typed(f, 1.0)}, {tol})"])]
     if rng.random() < 0.5:
         rhs = w.array(w.pick("rhs", "b", "loads"), v)
         options.insert(0, ("the inverse solves A x = b", [f"solution = A_inv @ {w.at(rhs)}",
@@ -607,6 +741,40 @@ def _mat_rotation(w: Writer, rng: random.Random) -> CheckKernel:
     return w.finish(w.pick("test_rotation_matrix", "check_mat_rotation", "test_mat_rotate"),
                     f"Check a {n}D rotation matrix written from literals for every input point",
                     f"The rotation {what}")
+
+
+def _mat_homogeneous(w: Writer, rng: random.Random) -> CheckKernel:
+    """A rotation about one axis and a translation as one 4x4 matrix, applied to homogeneous points."""
+    c, s = w.pick(*ROTATIONS)
+    axis = rng.randrange(3)
+    j, k = [m for m in range(3) if m != axis]
+    rows = [["0.0"] * 4 for _ in range(4)]
+    rows[axis][axis], rows[j][j], rows[k][k], rows[3][3] = "1.0", fmt(c), fmt(c), "1.0"
+    rows[j][k], rows[k][j] = fmt(-s), fmt(s)
+    for r in range(3):
+        rows[r][3] = fmt(w.pick(-1.5, -1.0, -0.5, 0.5, 1.0, 2.0))
+    M = w.pick("M", "pose", "xform")
+    x = w.load("p", w.array(w.pick("points", "positions"), VECS[3, "float32"], -2.0, 2.0))
+    w.add(f"{M} = wp.mat44(", *(f"{INDENT}{', '.join(row)}," for row in rows), ")",
+          f"h = {M} @ wp.vec4({x}[0], {x}[1], {x}[2], 1.0)",
+          "moved = wp.vec3(*h[:3])",
+          "# the last row is 0 0 0 1: a point stays a point")
+    what = w.checks([
+        ("keeps the homogeneous coordinate 1", ["wp.expect_eq(h[3], 1.0)"]),
+        ("matches wp.transform_point", [f"wp.expect_near(wp.transform_point({M}, {x}), moved, 1.0e-5)"]),
+        ("keeps distances from the translation",
+         [f"offset = wp.vec3({M}[0, 3], {M}[1, 3], {M}[2, 3])",
+          "# points below 4 from the origin: a few float32 roundings",
+          f"wp.expect_near(wp.length(moved - offset), wp.length({x}), 1.0e-5)"]),
+        (f"only shifts {'xyz'[axis]}", [f"# {'xyz'[axis]} is the rotation axis: it only moves by the translation",
+                                        f"wp.expect_eq(moved[{axis}], {x}[{axis}] + {rows[axis][3]})"]),
+        ("moves directions without the translation",
+         [f"wp.expect_near(moved - wp.transform_vector({M}, {x}), wp.vec3({M}[0, 3], {M}[1, 3], {M}[2, 3]), 1.0e-5)"])],
+        2, 4, keep=1)
+    w.add(f"{w.at(w.out(w.pick('moved_points', 'out', 'world_points'), VECS[3, 'float32']))} = moved")
+    return w.finish(w.pick("test_homogeneous_transform", "check_mat44_transform", "test_mat44_point"),
+                    "Check a 4x4 rotation and translation written from literals for every input point",
+                    f"The matrix {what}")
 
 
 def _mat_product(w: Writer, rng: random.Random) -> CheckKernel:
@@ -664,6 +832,19 @@ def _mat_outer(w: Writer, rng: random.Random) -> CheckKernel:
 # quaternions and transforms
 
 
+def literal_turn(w: Writer, q: str, v: str, tol: str) -> list[str]:
+    """Lines checking that a unit quaternion written from literals, (0, 0, sin, cos) on some axis,
+    composed with ``q`` rotates ``v`` like the two rotations in turn (``r`` is ``q`` applied to ``v``)."""
+    sin, cos = w.pick(*ROTATIONS)
+    xyz = ["0.0", "0.0", "0.0"]
+    xyz[w.rng.randrange(3)] = fmt(sin)
+    spelled = "wp.quat" if w.plain else "wp.quatf"
+    parts = ", ".join(xyz + [fmt(cos)])
+    return ["# sin^2 + cos^2 = 1 exactly in decimals: a unit rotation written out",
+            f"turn = {spelled}({parts})",
+            f"wp.expect_near(wp.quat_rotate(turn * {q}, {v}), wp.quat_rotate(turn, r), {tol})"]
+
+
 def _quat_rotate(w: Writer, rng: random.Random) -> CheckKernel:
     s = w.pick("float32", "float32", "float64")
     q = w.load("q", w.array(w.pick("rotations", "orientations"), QUATS[s]))  # drawn unit
@@ -674,7 +855,8 @@ def _quat_rotate(w: Writer, rng: random.Random) -> CheckKernel:
                      ("it keeps lengths", [f"wp.expect_near(wp.length(r), wp.length({v}), {tol})"]),
                      ("it matches the rotation matrix", [f"wp.expect_near(wp.quat_to_matrix({q}) @ {v}, r, {tol})"]),
                      ("the inverse quaternion undoes it",
-                      [f"wp.expect_near(wp.quat_rotate(wp.quat_inverse({q}), r), {v}, {tol})"])])
+                      [f"wp.expect_near(wp.quat_rotate(wp.quat_inverse({q}), r), {v}, {tol})"]),
+                     *([("a literal turn composes with it", literal_turn(w, q, v, tol))] if s == "float32" else [])])
     w.add(f"{w.at(w.out(w.pick('rotated', 'out'), VECS[3, s]))} = r")
     return w.finish(w.pick("test_quat_rotate", "check_quat_rotate_inv", "test_quat_roundtrip"),
                     f"Check wp.quat_rotate of {VECS[3, s].name} vectors for every input rotation",
@@ -694,13 +876,13 @@ def _quat_axis_angle(w: Writer, rng: random.Random) -> CheckKernel:
                        "# angles in [0.2, 3]: sin(angle / 2) is at least 0.1, which divides the axis",
                        f"wp.expect_near(recovered_angle, angle, {loose})",
                        f"wp.expect_near(recovered_axis, axis, {loose})"]),
-                     ("is unit", [f"wp.expect_near(wp.length(q), {typed(f, 1.0)}, {tight})"]),
+                     ("is unit", [unit_length(w, "q", f, tight)]),
                      ("fixes its axis", ["# a rotation leaves its own axis in place",
                                          f"wp.expect_near(wp.quat_rotate(q, axis), axis, {tight})"]),
                      ("has a matrix that fixes the axis",
                       [f"wp.expect_near(wp.quat_to_matrix(q) @ axis, axis, {tight})"]),
                      ("has a real part of cos(angle / 2)",
-                      [f"wp.expect_near(q[3], wp.cos({typed(f, 0.5)} * angle), {tight})"])], keep=1)
+                      [f"wp.expect_near(q[3], wp.cos({w.typed(f, 0.5)} * angle), {tight})"])], keep=1)
     if rng.random() < 0.7:
         w.add(f"{w.at(w.out(w.pick('quats', 'rotations'), QUATS[s]))} = q")
     else:
@@ -720,7 +902,7 @@ def _quat_compose(w: Writer, rng: random.Random) -> CheckKernel:
         ("rotates like its factors in turn",
          [(f"wp.expect_near(wp.quat_rotate(q, {v}), wp.quat_rotate({q1}, wp.quat_rotate({q2}, {v})), "
            f"{tolerance(f, 10.0)})")]),
-        ("is unit", [f"wp.expect_near(wp.length(q), {typed(f, 1.0)}, {tolerance(f)})"]),
+        ("is unit", [unit_length(w, "q", f, tolerance(f))]),
         ("times its inverse is the identity",
          [f"wp.expect_near(q * wp.quat_inverse(q), wp.quat_identity(dtype={f.py}), {tolerance(f)})"]),
         ("has the product of its factors' matrices",
@@ -824,7 +1006,7 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
         x = w.load("x", w.array(w.pick("t", "samples"), T.FLOAT32, -1.0, 1.0))
         w.add(f"horner = {c}[{degree}]", f"for k in range(wp.static({degree})):",
               f"{INDENT}horner = horner * {x} + {c}[{degree} - 1 - k]",
-              "power = float(1.0)", "direct = float(0.0)", f"for k in range(wp.static({degree} + 1)):",
+              "power = float(1.0)", "direct = float(0.0)", f"for k in range(wp.static(len({c}))):",
               f"{INDENT}direct += {c}[k] * power", f"{INDENT}power *= {x}",
               "# |x| <= 1 and coefficients up to 2: both forms are within a few roundings of values below 8",
               "wp.expect_near(horner, direct, 1.0e-5)",
@@ -848,7 +1030,7 @@ def _struct_frames(w: Writer, rng: random.Random) -> CheckKernel:
     origin, rotation, scale = w.pick("origin", "position", "translation"), w.pick("rotation", "orientation"), \
         w.pick("scale", "size")
     frame_fields = [(origin, VECS[3, "float32"]), (rotation, QUATS["float32"])]
-    if rng.random() < 0.6:  # a frame nested in a body: body.frame.origin
+    if rng.random() < 0.75:  # a frame nested in a body: body.frame.origin
         frame = w.struct(w.pick("Frame", "Pose", "Transform"), frame_fields)
         member = w.pick("frame", "pose")
         body = w.struct(w.pick("Body", "Instance", "Shape"), [(member, frame), (scale, T.FLOAT32)])
@@ -881,10 +1063,10 @@ KINDS = {"uint_wrap": _uint_wrap, "int_division": _int_division, "bit_identities
          "shifts": _shifts, "int_conversion": _int_conversion, "minmax": _minmax, "abs_sign": _abs_sign,
          "rounding": _rounding, "precision": _precision, "vec_cross": _vec_cross,
          "vec_normalize": _vec_normalize, "vec_dot": _vec_dot, "mat_inverse": _mat_inverse,
-         "mat_rotation": _mat_rotation, "mat_product": _mat_product, "mat_outer": _mat_outer,
+         "mat_rotation": _mat_rotation, "mat_homogeneous": _mat_homogeneous, "mat_product": _mat_product, "mat_outer": _mat_outer,
          "quat_rotate": _quat_rotate, "quat_axis_angle": _quat_axis_angle, "quat_compose": _quat_compose,
          "transform_roundtrip": _transform_roundtrip, "bool_logic": _bool_logic, "static_loop": _static_loop,
-         "struct_frames": _struct_frames}
+         "struct_frames": _struct_frames, "type_roundtrip": _type_roundtrip, "key_packing": _key_packing}
 
 
 def build(kind: str, rng: random.Random, suffix: str) -> CheckKernel:
@@ -893,6 +1075,13 @@ def build(kind: str, rng: random.Random, suffix: str) -> CheckKernel:
     return kernel
 
 
+# integer arithmetic and conversions between scalar types are drawn more often: Warp's own tests
+# check them type by type, where geometry kinds each stand for one builtin family
+WEIGHTS = {"type_roundtrip": 2.5, "key_packing": 1.25, "int_conversion": 1.25, "int_division": 1.25,
+           "uint_wrap": 1.25, "bit_identities": 1.25, "shifts": 1.25, "minmax": 1.25, "struct_frames": 1.25}
+
+
 @register("property_checks", 1.0, source="patterns")
 def property_checks(rng, name, suffix, complexity):
-    return build(rng.choice(sorted(KINDS)), rng, suffix)
+    kinds = sorted(KINDS)
+    return build(rng.choices(kinds, [WEIGHTS.get(k, 1.0) for k in kinds])[0], rng, suffix)

@@ -5,10 +5,15 @@ Each kernel loads tiles with ``wp.tile_load`` from its block's part of the array
 the block index), computes with tile operations and stores with ``wp.tile_store`` or adds its
 partial result with ``wp.tile_atomic_add``:
 
-- blocked sums, dot products and squared norms of arrays, reduced per block then added atomically;
+- blocked sums, dot products and squared norms of arrays, reduced per block then added atomically
+  (or stored by the one block that covers a small array);
 - a row-wise softmax (shifted by the row maximum) and a row-wise layer normalisation;
 - a matrix-vector product, one block per row, with an optional bias and scale;
-- ``y = a x + y`` over blocks of an array;
+- ``y = a x + y`` over blocks of an array (``wp.tile_axpy`` in place, or written out);
+- elementwise maps of a ``@wp.func`` over three tiles (blend, multiply-add, clamp to bounds), with an
+  optional per-column bias broadcast down each tile;
+- the sum or mean of a batch of stacked matrices, accumulated into ``wp.tile_zeros``;
+- pointwise complex products of arrays kept as real and imaginary parts (spectra in a convolution);
 - a blocked transpose of a matrix, each block moving one square tile;
 - inclusive or exclusive prefix sums per block, with each block's total.
 
@@ -47,6 +52,24 @@ NAMES = {  # kind -> the names a kernel of that kind takes
     "symmetrize": ("symmetrize", "symmetric_part", "sym_part"),
     "scan": ("block_scan", "prefix_sum", "scan_blocks"),
     "running": ("running_extreme", "scan_extremes", "block_running_extreme"),
+    "lerp": ("blend_tiles", "lerp_fields", "mix_tiles"),
+    "fma": ("fused_multiply_add", "scale_shift", "multiply_add"),
+    "clip": ("clip_to_bounds", "clamp_tiles", "box_clamp"),
+    "batch_mean": ("batch_mean", "average_frames", "mean_of_stack"),
+    "batch_sum": ("batch_sum", "accumulate_frames", "sum_of_stack"),
+    "complex_mul": ("complex_multiply", "spectrum_product", "pointwise_cmul"),
+    "correlate": ("cross_spectrum", "correlate_spectra", "conj_multiply"),
+}
+# blocks (rows, columns) of square tiles: matrices of at most 576 values, so that a kernel's inputs and
+# outputs together stay small enough to keep as a record's io example
+GRIDS = {8: ((1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (3, 2), (3, 3)), 16: ((1, 1), (1, 2), (2, 1))}
+ELEMENTWISE = {  # kind -> (helper name, its parameters, its body, what it computes, input ranges)
+    "lerp": ("lerp", ("a", "b", "t"), "a + t * (b - a)", "{a} + {t} ({b} - {a})",
+             ((-1.0, 1.0), (-1.0, 1.0), (0.0, 1.0))),
+    "fma": ("madd", ("x", "scale", "shift"), "x * scale + shift", "{x} * {scale} + {shift}",
+            ((-1.0, 1.0), (0.5, 2.0), (-1.0, 1.0))),
+    "clip": ("clip", ("x", "lower", "upper"), "wp.min(wp.max(x, lower), upper)",
+             "{x} clamped to [{lower}, {upper}]", ((-2.0, 2.0), (-1.0, -0.1), (0.1, 1.0))),
 }
 
 
@@ -120,6 +143,10 @@ class Writer:
             return name
         return expr
 
+    def cast(self, expr: str) -> str:
+        """``expr`` converted to the working float type, spelled as the kernel spells it."""
+        return f"{self.spell}({expr})"
+
     def literal(self, value: float) -> str:
         text = repr(float(value))
         return text if self.real is T.FLOAT32 else f"{self.real.py}({text})"
@@ -141,7 +168,8 @@ class Writer:
 def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     """A sum, dot product or norm of whole arrays: per-block partial sums, added atomically into one
     total or written one per block for a second pass; a block may reduce several tiles in a loop."""
-    blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
+    blocks, size = rng.choice((1, 2, 4, 8)), rng.choice((32, 64))
+    single = blocks == 1  # one block covers the array and stores the result itself
     tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BLOCK_SIZE")), size)
     per_block = rng.choice((1, 1, 2, 4))  # tiles a block reduces
     span = w.constant(rng.choice(("TILES_PER_BLOCK", "NUM_TILES")), per_block) if per_block > 1 else None
@@ -155,10 +183,13 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     weights = w.array(rng.choice(("weights", "w")), (n,), lo=0.0, hi=1.0) \
         if kind != "norm" and rng.random() < 0.3 else None
     mean = kind == "sum" and not weights and rng.random() < 0.3
-    partials = not mean and rng.random() < 0.35  # one partial sum per block, for a second pass
+    partials = not mean and not single and rng.random() < 0.35  # one partial sum per block, for a second pass
     total = w.array(rng.choice(("partial_sums", "block_sums")), (blocks,), "out") if partials else \
         w.array(rng.choice(("total", "result", "out")), (1,), "out")
-    start = f"(i * {span} + k) * {tile}" if span else w.index("start", f"i * {tile}", 0.4)
+    if span:  # the block's first tile, with the stride of a block folded at compile time or not
+        start = rng.choice((f"(i * {span} + k) * {tile}", f"i * wp.static({span} * {tile}) + k * {tile}"))
+    else:
+        start = w.index("start", f"i * {tile}", 0.4)
     loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}, offset={start})"]
     terms = f"{x}_tile"
     dotted = None  # wp.tile_dot gives the block's partial dot product directly
@@ -188,11 +219,18 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     else:
         w.add(*loads, f"partial = {reduce}")
     if mean:  # every block adds its share of the mean
-        w.add(f"partial = partial * (1.0 / float({x}.shape[0]))" if w.real is T.FLOAT32 else
+        w.add(f"partial = partial * (1.0 / {w.cast(f'{x}.shape[0]')})" if w.real is T.FLOAT32 else
               f"partial = partial * ({w.real.py}(1.0) / {w.real.py}({x}.shape[0]))")
         purpose = f"Mean of {x}"
     covers = f"{per_block} tiles of {size} values" if span else f"a tile of {size} values"
-    if partials:
+    if single:
+        if w.lines[-1] == f"partial = {reduce}":
+            w.lines[-1] = f"wp.tile_store({total}, {reduce})"
+        else:
+            w.add(f"wp.tile_store({total}, partial)")
+        purpose += f": one block reduces {covers} and stores the result in {total}[0]"
+        detail = ""
+    elif partials:
         w.add(f"wp.tile_store({total}, partial, offset=i)")
         purpose += f": each block reduces {covers} and writes its partial sum to {total}[i]"
         detail = "A second pass adds the partial sums"
@@ -269,7 +307,7 @@ def _layer_norm(w: Writer, rng: random.Random) -> TileKernel:
     beta = w.array(rng.choice(("beta", "bias")), (cols,)) if affine and not rms else None
     eps = w.scalar("eps", 1.0e-5, 1.0e-5) if rng.random() < 0.5 else "1.0e-5"
     y = w.array(rng.choice(("y", "normalized", "out")), (rows, cols), "out")
-    inv_n = f"1.0 / float({width})"
+    inv_n = f"1.0 / {w.cast(width)}"
     w.add(f"row = wp.tile_load({x}[i], shape={width})")
     if rms:
         w.add(f"mean_sq = wp.tile_sum(wp.tile_map(wp.mul, row, row)) * ({inv_n})",
@@ -343,8 +381,11 @@ def _axpy(w: Writer, rng: random.Random) -> TileKernel:
         at = f"shape=({tile}, {tile}), offset=({w.index('row', f'i * {tile}')}, {w.index('col', f'j * {tile}')})"
     else:
         at = f"shape={tile}, offset={w.index('start', f'i * {tile}')}"
-    w.add(f"x_tile = wp.tile_load(x, {at})", f"y_tile = wp.tile_load(y, {at})",
-          f"wp.tile_store({out}, {alpha} * x_tile + {y_term}, offset={at.split('offset=')[1]})")
+    w.add(f"x_tile = wp.tile_load(x, {at})", f"y_tile = wp.tile_load(y, {at})")
+    if not beta and rng.random() < 0.5:  # y_tile += alpha * x_tile in place
+        w.add(f"wp.tile_axpy({alpha}, x_tile, y_tile)", f"wp.tile_store({out}, y_tile, offset={at.split('offset=')[1]})")
+    else:
+        w.add(f"wp.tile_store({out}, {alpha} * x_tile + {y_term}, offset={at.split('offset=')[1]})")
     combination = f"{alpha} x + {beta} y" if beta else f"{alpha} x + y"
     over = f"{size} x {size} tiles of matrices" if two_d else f"tiles of {size} values"
     purpose = f"Scaled addition {out} = {combination} over {over}" + (", in place" if in_place else "")
@@ -358,8 +399,9 @@ def _transpose(w: Writer, rng: random.Random) -> TileKernel:
         nb = rng.choice((1, 2, 3))
         a = w.array(rng.choice(("a", "matrix", "A")), (nb * size, nb * size))
         b = w.array(rng.choice(("sym", "symmetric", "out")), (nb * size, nb * size), "out")
+        shared = ', storage="shared"' if rng.random() < 0.5 else ""  # the tile read transposed
         w.add(f"upper = wp.tile_load({a}, shape=({tile}, {tile}), offset=(i * {tile}, j * {tile}))",
-              f"lower = wp.tile_load({a}, shape=({tile}, {tile}), offset=(j * {tile}, i * {tile}))",
+              f"lower = wp.tile_load({a}, shape=({tile}, {tile}), offset=(j * {tile}, i * {tile}){shared})",
               f"wp.tile_store({b}, 0.5 * (upper + wp.tile_transpose(lower)), offset=(i * {tile}, j * {tile}))"
               if w.real is T.FLOAT32 else
               f"wp.tile_store({b}, {w.literal(0.5)} * (upper + wp.tile_transpose(lower)), "
@@ -432,10 +474,108 @@ def _scan(w: Writer, rng: random.Random) -> TileKernel:
                     purpose, detail, differentiable=False)
 
 
+def _elementwise(w: Writer, rng: random.Random) -> TileKernel:
+    """One ``@wp.func`` of three values mapped over three tiles of a matrix, plus an optional per-column
+    bias broadcast down each tile; each block handles one square tile."""
+    w.use(T.FLOAT32)
+    kind = rng.choice(sorted(ELEMENTWISE))
+    helper, args, body, says, ranges = ELEMENTWISE[kind]
+    fn = w.name(helper)
+    w.funcs.append(f"@wp.func\ndef {fn}({', '.join(f'{a}: {w.spell}' for a in args)}):\n{INDENT}return {body}")
+    size = rng.choice((8, 16))
+    bi, bj = rng.choice(GRIDS[size])
+    tile = w.constant(rng.choice(("TILE", "TILE_DIM", "BLOCK")), size)
+    shape = (bi * size, bj * size)
+    names = {"lerp": (("a", "b", "t"), ("src", "dst", "alpha")), "fma": (("x", "scale", "shift"), ("x", "gain", "offset")),
+             "clip": (("x", "lower", "upper"), ("values", "lo", "hi"))}[kind]
+    arrays = [w.array(name, shape, lo=lo, hi=hi) for name, (lo, hi) in zip(rng.choice(names), ranges)]
+    bias = w.array(rng.choice(("bias", "column_bias")), (bj * size,)) if rng.random() < 0.4 else None
+    out = w.array(rng.choice(("out", "output", "y")), shape, "out")
+    row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
+    at = f"shape=({tile}, {tile}), offset=({row}, {col})"
+    tiles = [f"{a}_tile" for a in arrays]
+    w.add(*(f"{t} = wp.tile_load({a}, {at})" for t, a in zip(tiles, arrays)),
+          f"result = wp.tile_map({fn}, {', '.join(tiles)})")
+    if bias:
+        w.add("# one bias per column, the same for every row of the tile",
+              f"result += wp.tile_broadcast(wp.tile_load({bias}, shape={tile}, offset={col}), shape=({tile}, {tile}))")
+    w.add(f"wp.tile_store({out}, result, offset=({row}, {col}))")
+    what = says.format(**dict(zip(args, arrays)))
+    purpose = f"Elementwise {out} = {what}" + (f" plus the column bias {bias}" if bias else "")
+    return w.finish(rng.choice(NAMES[kind]), [bi, bj], rng.choice(BLOCK_DIMS),
+                    purpose + f", one {size} x {size} tile per block", differentiable=kind != "clip")
+
+
+def _batch(w: Writer, rng: random.Random) -> TileKernel:
+    """The sum or mean of a batch of matrices stacked along the rows, accumulated tile by tile."""
+    count, size = rng.choice((2, 3, 4)), rng.choice((8, 16))
+    bi, bj = rng.choice(GRIDS[size])
+    rows = bi * size
+    tile = w.constant(rng.choice(("TILE", "TILE_DIM")), size)
+    frames = w.constant(rng.choice(("FRAMES", "BATCH", "NUM_MATRICES")), count)
+    height = w.constant(rng.choice(("ROWS", "HEIGHT")), rows)
+    stack = w.array(rng.choice(("stack", "frames", "batch")), (count * rows, bj * size))
+    mean = rng.random() < 0.5
+    out = w.array(rng.choice(("mean", "average")) if mean else rng.choice(("total", "summed")), (rows, bj * size), "out")
+    spread = w.array(rng.choice(("first_minus_mean", "deviation")), (rows, bj * size), "out") \
+        if mean and rng.random() < 0.5 else None
+    shared = ', storage="shared"' if rng.random() < 0.5 else ""
+    row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
+    w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell}{shared})",
+          f"for k in range({frames}):",
+          f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")
+    if mean:
+        w.add(f"acc = acc * (1.0 / {w.cast(frames)})" if w.real is T.FLOAT32 else
+              f"acc = acc * ({w.real.py}(1.0) / {w.real.py}({frames}))")
+    w.add(f"wp.tile_store({out}, acc, offset=({row}, {col}))")
+    if spread:
+        w.add(f"first = wp.tile_load({stack}, shape=({tile}, {tile}), offset=({row}, {col}))",
+              f"wp.tile_store({spread}, first - acc, offset=({row}, {col}))")
+    what = "Mean" if mean else "Sum"
+    detail = f"It writes the first matrix less the mean to {spread}" if spread else ""
+    return w.finish(rng.choice(NAMES["batch_mean" if mean else "batch_sum"]), [bi, bj], rng.choice(BLOCK_DIMS),
+                    f"{what} of the {count} {rows} x {bj * size} matrices stacked in {stack}, "
+                    f"one {size} x {size} tile per block", detail)
+
+
+def _complex_mul(w: Writer, rng: random.Random) -> TileKernel:
+    """The pointwise product of two complex arrays kept as separate real and imaginary parts (as an
+    FFT convolution multiplies spectra), or the product with the second conjugated (a cross-correlation)."""
+    blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
+    tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BINS")), size)
+    a, b = rng.choice((("a", "b"), ("x", "h"), ("signal", "kernel")))
+    n = blocks * size
+    a_re, a_im, b_re, b_im = (w.array(f"{name}_{part}", (n,)) for name in (a, b) for part in ("re", "im"))
+    out = rng.choice(("c", "y", "product"))
+    c_re, c_im = w.array(f"{out}_re", (n,), "out"), w.array(f"{out}_im", (n,), "out")
+    conj = rng.random() < 0.35
+    start = w.index("start", f"i * {tile}", 0.6)
+    parts = ("ar", "ai", "br", "bi")
+    w.add(*(f"{p} = wp.tile_load({arr}, shape={tile}, offset={start})"
+            for p, arr in zip(parts, (a_re, a_im, b_re, b_im))))
+    if conj:
+        w.add(f"# {a} times the conjugate of {b}: (ar + i ai)(br - i bi)",
+              "real = wp.tile_map(wp.mul, ar, br) + wp.tile_map(wp.mul, ai, bi)",
+              "imag = wp.tile_map(wp.mul, ai, br) - wp.tile_map(wp.mul, ar, bi)")
+    else:
+        w.add("# (ar + i ai)(br + i bi) = (ar br - ai bi) + i (ai br + ar bi)",
+              "real = wp.tile_map(wp.mul, ar, br) - wp.tile_map(wp.mul, ai, bi)",
+              "imag = wp.tile_map(wp.mul, ai, br) + wp.tile_map(wp.mul, ar, bi)")
+    w.add(f"wp.tile_store({c_re}, real, offset={start})", f"wp.tile_store({c_im}, imag, offset={start})")
+    what = f"{a} times the conjugate of {b}" if conj else f"{a} times {b}"
+    return w.finish(rng.choice(NAMES["correlate" if conj else "complex_mul"]), [blocks], rng.choice(BLOCK_DIMS),
+                    f"Pointwise complex product {out} = {what}, real and imaginary parts in separate arrays, "
+                    f"one tile of {size} values per block")
+
+
 KINDS = {"sum": lambda w, rng: _reduce(w, rng, "sum"), "dot": lambda w, rng: _reduce(w, rng, "dot"),
          "norm": lambda w, rng: _reduce(w, rng, "norm"), "softmax": _softmax, "layer_norm": _layer_norm,
          "argmax": _argmax,
-         "matvec": _matvec, "axpy": _axpy, "transpose": _transpose, "scan": _scan}
+         "matvec": _matvec, "axpy": _axpy, "transpose": _transpose, "scan": _scan, "elementwise": _elementwise,
+         "batch": _batch, "complex_mul": _complex_mul}
+# kinds that read several tiles and write one or two are drawn more often, as Warp's tile code
+# mostly combines tiles rather than reducing one
+WEIGHTS = {"elementwise": 1.5, "batch": 1.25, "complex_mul": 1.25, "axpy": 1.25, "transpose": 1.25}
 
 
 def build(kind: str, rng: random.Random, suffix: str) -> TileKernel:
@@ -444,4 +584,5 @@ def build(kind: str, rng: random.Random, suffix: str) -> TileKernel:
 
 @register("tile_blocks", 1.0, source="patterns")
 def tile_blocks(rng, name, suffix, complexity):
-    return build(rng.choice(sorted(KINDS)), rng, suffix)
+    kinds = sorted(KINDS)
+    return build(rng.choices(kinds, [WEIGHTS.get(k, 1.0) for k in kinds])[0], rng, suffix)
