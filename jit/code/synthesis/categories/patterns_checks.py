@@ -3,8 +3,10 @@ checks, with ``wp.expect_eq`` / ``wp.expect_near``, an identity or a semantic ru
 the way Warp's own test suite checks its builtins. Most kernels also store what they computed;
 some only check.
 
-Each kind compares two *different* computations that must agree on every input its ranges
-allow:
+This module holds the writer every kind uses, the registry of kinds (``@kind``, with a weight)
+and the scalar kinds; ``patterns_checks_geometry`` adds the vector, matrix, quaternion,
+transform and struct kinds to the same registry. Each kind compares two *different*
+computations that must agree on every input its ranges allow:
 
 - integers per type: wrap-around of unsigned sums, ``//`` (floors) against ``/`` and ``%``
   (truncate), bit identities, shifts, conversions between widths and to floats, min/max/clamp,
@@ -13,23 +15,18 @@ allow:
   constructors (``wp.uint64(x)``, ``wp.float16(x)``) as Warp's tests write them; float16
   widened to float32 and float64;
 - floats: floor, ceil, trunc, round and rint, and float16/32/64 conversions;
-- vectors (cross and dot products, normalisation), matrices (inverse, products, determinants,
-  outer products, 2D/3D rotations and 4x4 rotation-translation matrices written from literals),
-  quaternions (rotation round trips, axis-angle, composition, literal turns) and transforms;
-- bool logic and conditionals, ``wp.static`` loops over ``wp.constant`` module constants, and
-  nested ``@wp.struct`` fields.
+- bool logic and conditionals, and ``wp.static`` loops over ``wp.constant`` module constants.
 
 A tolerance is chosen for the dtype and the input range, and the kernel says why next to it.
 Inputs are ranged so that the identity holds exactly where it is exact (no overflow, integers
-below 2**24 in float32) and within tolerance where it is not (well-conditioned matrices are built
-in-kernel as the identity plus a small matrix). What it leaves out: checks on literals only (they
-would recompute a constant in every thread), bfloat16, and gradients.
+below 2**24 in float32) and within tolerance where it is not. What it leaves out: checks on
+literals only (they would recompute a constant in every thread), bfloat16, and gradients.
 """
-
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,12 +216,6 @@ def arguments(line: str) -> int:
     return count
 
 
-def unit_length(w: Writer, expr: str, f: WType, tol: str) -> str:
-    """``expect_near(length, 1)``: in float32 a unit length is off by a few ulps, within the default 1e-6."""
-    if f.name == "float32" and w.rng.random() < 0.7:
-        return f"wp.expect_near(wp.length({expr}), {w.typed(f, 1.0)})"
-    return f"wp.expect_near(wp.length({expr}), {w.typed(f, 1.0)}, {tol})"
-
 
 def clause(parts: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c`` (empty for no parts)."""
@@ -237,10 +228,27 @@ def tolerance(t: WType, scale: float = 1.0) -> str:
     return typed(FLOATS.get(t.scalar, t), TOLERANCE[t.scalar] * scale)
 
 
+KINDS: dict[str, Callable[[Writer, random.Random], CheckKernel]] = {}
+# integer arithmetic and conversions between scalar types take larger weights: Warp's own tests
+# check them type by type, where a geometry kind stands for one builtin family
+WEIGHTS: dict[str, float] = {}
+
+
+def kind(name: str, weight: float = 1.0):
+    """Register a kind: a function of a ``Writer`` and the item's random source that returns a kernel."""
+
+    def wrap(make):
+        KINDS[name], WEIGHTS[name] = make, weight
+        return make
+
+    return wrap
+
+
 # ---------------------------------------------------------------------------------------------
 # integers
 
 
+@kind("uint_wrap", 1.25)
 def _uint_wrap(w: Writer, rng: random.Random) -> CheckKernel:
     t = UINTS[w.pick("uint8", "uint16", "uint32")]
     bits = BITS[t.name]
@@ -272,6 +280,7 @@ def _uint_wrap(w: Writer, rng: random.Random) -> CheckKernel:
                     "The wrapped negation is the bitwise inverse plus one and sums with the value to zero")
 
 
+@kind("int_division", 1.25)
 def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
     t = INTS[w.pick("int8", "int16", "int32", "int64")]
     hi = 120 if t.name == "int8" else w.pick(100, 1000)
@@ -303,6 +312,7 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
                     + (f"; it also checks that {also}" if also else ""))
 
 
+@kind("bit_identities", 1.25)
 def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*UINTS.values(), INTS["int32"], INTS["int64"])
     signed = t.kind == "int"
@@ -323,6 +333,7 @@ def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
                     f"Check bitwise identities on {t.name} masks for every input pair", f"It checks {what}")
 
 
+@kind("shifts", 1.25)
 def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*UINTS.values(), *INTS.values())
     bits, k = BITS[t.name], rng.randint(1, 4)
@@ -349,6 +360,7 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
                     f"Check left shifts of {t.name} values by {k} for every input value", f"The shift {what}")
 
 
+@kind("int_conversion", 1.25)
 def _int_conversion(w: Writer, rng: random.Random) -> CheckKernel:
     variant = w.pick("widen", "narrow", "float")
     if variant == "widen":
@@ -400,6 +412,7 @@ def _int_conversion(w: Writer, rng: random.Random) -> CheckKernel:
                     f"Integers up to 2**24 round-trip and {f.name} to int32 truncates")
 
 
+@kind("minmax", 1.25)
 def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*INTS.values(), *UINTS.values(), FLOAT16, T.FLOAT32, T.FLOAT64)
     is_int = t.kind in ("int", "uint")
@@ -428,6 +441,7 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
                     f"Check wp.clamp, wp.min and wp.max on {t.name} values for every input", f"It checks {what}")
 
 
+@kind("abs_sign")
 def _abs_sign(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*INTS.values(), T.FLOAT32, T.FLOAT64)
     lo, hi = (-100, 100) if t.kind == "int" else (-8.0, 8.0)  # never the most negative int, whose abs overflows
@@ -442,6 +456,7 @@ def _abs_sign(w: Writer, rng: random.Random) -> CheckKernel:
                     f"It checks that {what}")
 
 
+@kind("type_roundtrip", 2.5)
 def _type_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
     if rng.random() < 0.3:
         return _float_widening(w, rng)
@@ -490,6 +505,7 @@ def _float_widening(w: Writer, rng: random.Random) -> CheckKernel:
                     f"The conversions are exact both ways, and it checks {what}")
 
 
+@kind("key_packing", 1.25)
 def _key_packing(w: Writer, rng: random.Random) -> CheckKernel:
     u32, u64 = UINTS["uint32"], UINTS["uint64"]
     cell = w.load("cell", w.array(w.pick("cells", "cell_ids", "buckets"), u32, 0, 2**32 - 1))
@@ -526,6 +542,7 @@ def _key_packing(w: Writer, rng: random.Random) -> CheckKernel:
 # floats
 
 
+@kind("rounding")
 def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(T.FLOAT32, T.FLOAT32, T.FLOAT64)
     positive = rng.random() < 0.4  # x - floor(x) is exact for x >= 0 (and rounds for x in (-1, 0))
@@ -560,6 +577,7 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
                     f"It checks that {what}")
 
 
+@kind("precision")
 def _precision(w: Writer, rng: random.Random) -> CheckKernel:
     if rng.random() < 0.25:
         n = w.load("n", w.array(w.pick("counts", "ids", "a"), INTS["int32"], -1000, 1000))
@@ -605,345 +623,10 @@ def _precision(w: Writer, rng: random.Random) -> CheckKernel:
 
 
 # ---------------------------------------------------------------------------------------------
-# vectors and matrices
-
-
-def _vec_cross(w: Writer, rng: random.Random) -> CheckKernel:
-    s = w.pick("float32", "float32", "float64")
-    v, f = VECS[3, s], FLOATS[s]
-    a = w.load("a", w.array(w.pick("a", "u", "edges_a"), v))
-    b = w.load("b", w.array(w.pick("b", "rhs", "edges_b"), v))
-    tol = tolerance(v, 10.0)
-    w.add(f"c = wp.cross({a}, {b})", "# components in [-1, 1]: the products stay below 6, a few roundings each")
-    what = w.checks([("is orthogonal to both factors",
-                      [f"wp.expect_near(wp.dot(c, {a}), {w.typed(f, 0.0)}, {tol})",
-                       f"wp.expect_near(wp.dot(c, {b}), {w.typed(f, 0.0)}, {tol})"]),
-                     ("obeys Lagrange's identity",
-                      ["# Lagrange's identity", f"ab = wp.dot({a}, {b})",
-                       f"wp.expect_near(wp.length_sq(c), wp.length_sq({a}) * wp.length_sq({b}) - ab * ab, {tol})"]),
-                     ("changes sign with the order of the factors",
-                      [f"wp.expect_near(wp.cross({b}, {a}), -c, {tolerance(v)})"])])
-    w.add(f"{w.at(w.out(w.pick('normals', 'crossed'), v))} = c")
-    return w.finish(w.pick("test_cross_product", "check_cross_orthogonal", "test_vec_cross"),
-                    f"Check cross product identities for every input pair of {v.name} vectors",
-                    f"The cross product {what}")
-
-
-def _vec_normalize(w: Writer, rng: random.Random) -> CheckKernel:
-    s, n = w.pick("float32", "float32", "float64"), w.pick(2, 3, 3, 4)
-    v, f = VECS[n, s], FLOATS[s]
-    x = w.load("v", w.array(w.pick("vectors", "directions", "dirs"), v, 0.25, 2.0))  # never the zero vector
-    store = w.pick("unit", "length")
-    w.add(f"unit = wp.normalize({x})", f"length = wp.length({x})",
-          "# components in [0.25, 2]: lengths below 4, a few roundings each")
-    what = w.checks([("have length 1", [unit_length(w, "unit", f, tolerance(f))]),
-                     ("scale back to the input", [f"wp.expect_near(unit * length, {x}, {tolerance(f)})"]),
-                     ("project the input onto its length", [f"wp.expect_near(wp.dot(unit, {x}), length, {tolerance(f)})"])])
-    out = w.out("units" if store == "unit" else w.pick("lengths", "norms"), v if store == "unit" else f)
-    w.add(f"{w.at(out)} = {store}")
-    return w.finish(w.pick("test_normalize", "check_unit_vectors", "test_vec_normalize"),
-                    f"Check wp.normalize of {v.name} vectors for every input vector", f"Normalized vectors {what}")
-
-
-def _vec_dot(w: Writer, rng: random.Random) -> CheckKernel:
-    s, n = w.pick("float32", "float32", "float64"), w.pick(3, 3, 4)
-    v, f = VECS[n, s], FLOATS[s]
-    a = w.load("a", w.array(w.pick("a", "x", "lhs"), v))
-    b = w.load("b", w.array(w.pick("b", "y", "rhs"), v))
-    tol = tolerance(f)
-    attrs = rng.random() < 0.5
-    comps = " + ".join(f"{a}.{c} * {b}.{c}" if attrs else f"{a}[{k}] * {b}[{k}]" for k, c in zip(range(n), "xyzw"))
-    w.add(f"d = wp.dot({a}, {b})", "# components in [-1, 1]: sums of a few products below 1")
-    options = [("its component form", [f"wp.expect_near(d, {comps}, {tol})"]),
-               ("wp.length_sq", [f"wp.expect_near(wp.length_sq({a}), wp.dot({a}, {a}), {tol})"]),
-               ("the Cauchy-Schwarz bound",
-                [f"wp.expect_eq(wp.abs(d) <= wp.length({a}) * wp.length({b}) + {tol}, True)"]),
-               ("the sum of wp.cw_mul", [f"p = wp.cw_mul({a}, {b})",
-                                         f"wp.expect_near({' + '.join(f'p[{k}]' for k in range(n))}, d, {tol})"])]
-    if s == "float32":  # a vector of literal weights
-        weights = [fmt(w.pick(0.1, 0.25, 0.5, 0.75, 1.5, 2.0)) for _ in range(n)]
-        options.append(("a weighted sum with literal weights",
-                        [f"weights = wp.vec{n}({', '.join(weights)})",
-                         (f"wp.expect_near(wp.dot(weights, {a}), "
-                          f"{' + '.join(f'{x} * {a}[{k}]' for k, x in enumerate(weights))}, {tol})")]))
-    what = w.checks(options)
-    w.add(f"{w.at(w.out(w.pick('dots', 'products'), f))} = d")
-    return w.finish(w.pick("test_dot_product", "check_dot", "test_vec_dot"),
-                    f"Check wp.dot of {v.name} vectors for every input pair", f"It compares wp.dot with {what}")
-
-
-def _mat_inverse(w: Writer, rng: random.Random) -> CheckKernel:
-    s, n = w.pick("float32", "float32", "float64"), w.pick(2, 3, 3, 4)
-    m, v, f = MATS[n, s], VECS[n, s], FLOATS[s]
-    small = w.array(w.pick("perturbations", "offsets", "noise"), m)
-    scale = {2: 0.25, 3: 0.15, 4: 0.1}[n]  # |scale * entries| summed over a row stays below 1/2
-    eye_dtype = "float" if s == "float32" and rng.random() < 0.5 else f.py
-    w.add(f"eye = wp.identity(n={n}, dtype={eye_dtype})",
-          "# the identity plus a small matrix: singular values in [0.5, 1.5], condition number below 3",
-          f"A = eye + {w.typed(f, scale)} * {w.at(small)}",
-          "A_inv = wp.inverse(A)")
-    tol = tolerance(f)
-    options = [("the matrix times its inverse is the identity",
-                [f"wp.expect_near({w.pick('A @ A_inv', 'wp.mul(A, A_inv)')}, eye, {tol})"]),
-               ("the inverse times the matrix is the identity", [f"wp.expect_near(A_inv @ A, eye, {tol})"]),
-               ("the determinants multiply to 1",
-                [f"wp.expect_near(wp.determinant(A) * wp.determinant(A_inv), {w.typed(f, 1.0)}, {tol})"])]
-    if rng.random() < 0.5:
-        rhs = w.array(w.pick("rhs", "b", "loads"), v)
-        options.insert(0, ("the inverse solves A x = b", [f"solution = A_inv @ {w.at(rhs)}",
-                                                          f"wp.expect_near(A @ solution, {w.at(rhs)}, {tol})"]))
-        what = w.checks(options, keep=1)
-        w.add(f"{w.at(w.out(w.pick('solutions', 'x'), v))} = solution")
-    else:
-        what = w.checks(options)
-        w.add(f"{w.at(w.out(w.pick('inverses', 'A_inv_out'), m))} = A_inv")
-    return w.finish(w.pick("test_inverse", "check_mat_inverse", "test_inverse_identity"),
-                    f"Check wp.inverse of a well-conditioned {n}x{n} matrix for every input perturbation",
-                    f"It checks that {what}")
-
-
-# (cos, sin) from Pythagorean triples: exact decimals, so the matrices are orthogonal to the last bit
-ROTATIONS = ((0.6, 0.8), (0.8, 0.6), (0.28, 0.96), (0.96, 0.28), (0.352, 0.936), (0.936, 0.352), (0.6, -0.8),
-             (0.28, -0.96))
-
-
-def _mat_rotation(w: Writer, rng: random.Random) -> CheckKernel:
-    c, s = w.pick(*ROTATIONS)
-    n = w.pick(2, 3)
-    v = VECS[n, "float32"]
-    R = w.pick("R", "rot", "turn")
-    x = w.load("p", w.array(w.pick("points", "positions"), v, -2.0, 2.0))
-    axis = 2
-    if n == 2:
-        w.add(f"{R} = wp.mat22({fmt(c)}, {fmt(-s)}, {fmt(s)}, {fmt(c)})")
-    else:  # about one of the axes: the plane of the other two turns
-        axis = rng.randrange(3)
-        j, k = [m for m in range(3) if m != axis]
-        entries = [["0.0"] * 3 for _ in range(3)]
-        entries[axis][axis], entries[j][j], entries[k][k] = "1.0", fmt(c), fmt(c)
-        entries[j][k], entries[k][j] = fmt(-s), fmt(s)
-        w.add(f"{R} = wp.mat33({', '.join(e for row in entries for e in row)})")
-    w.add(f"rotated = {R} @ {x}", "# points below 3 from the origin: a few float32 roundings")
-    options = [("keeps lengths", [f"wp.expect_near(wp.length(rotated), wp.length({x}), 1.0e-5)"]),
-               ("is undone by its transpose", ["# a row vector times R applies the transpose, which undoes R",
-                                               f"wp.expect_near(rotated @ {R}, {x}, 1.0e-5)"])]
-    if n == 3:
-        options.append((f"leaves {'xyz'[axis]} unchanged", [f"# {'xyz'[axis]} is the rotation axis",
-                                                            f"wp.expect_eq(rotated[{axis}], {x}[{axis}])"]))
-    if rng.random() < 0.4:
-        other = w.load("q", w.array(w.pick("others", "targets"), v, -2.0, 2.0))
-        options.insert(0, ("keeps dot products",
-                           [f"wp.expect_near(wp.dot(rotated, {R} @ {other}), wp.dot({x}, {other}), 1.0e-5)"]))
-        what = w.checks(options, 1, 3, keep=1)
-    else:
-        what = w.checks(options)
-    w.add(f"{w.at(w.out(w.pick('rotated_points', 'out', 'turned'), v))} = rotated")
-    return w.finish(w.pick("test_rotation_matrix", "check_mat_rotation", "test_mat_rotate"),
-                    f"Check a {n}D rotation matrix written from literals for every input point",
-                    f"The rotation {what}")
-
-
-def _mat_homogeneous(w: Writer, rng: random.Random) -> CheckKernel:
-    """A rotation about one axis and a translation as one 4x4 matrix, applied to homogeneous points."""
-    c, s = w.pick(*ROTATIONS)
-    axis = rng.randrange(3)
-    j, k = [m for m in range(3) if m != axis]
-    rows = [["0.0"] * 4 for _ in range(4)]
-    rows[axis][axis], rows[j][j], rows[k][k], rows[3][3] = "1.0", fmt(c), fmt(c), "1.0"
-    rows[j][k], rows[k][j] = fmt(-s), fmt(s)
-    for r in range(3):
-        rows[r][3] = fmt(w.pick(-1.5, -1.0, -0.5, 0.5, 1.0, 2.0))
-    M = w.pick("M", "pose", "xform")
-    x = w.load("p", w.array(w.pick("points", "positions"), VECS[3, "float32"], -2.0, 2.0))
-    w.add(f"{M} = wp.mat44(", *(f"{INDENT}{', '.join(row)}," for row in rows), ")",
-          f"h = {M} @ wp.vec4({x}[0], {x}[1], {x}[2], 1.0)",
-          "moved = wp.vec3(*h[:3])",
-          "# the last row is 0 0 0 1: a point stays a point")
-    what = w.checks([
-        ("keeps the homogeneous coordinate 1", ["wp.expect_eq(h[3], 1.0)"]),
-        ("matches wp.transform_point", [f"wp.expect_near(wp.transform_point({M}, {x}), moved, 1.0e-5)"]),
-        ("keeps distances from the translation",
-         [f"offset = wp.vec3({M}[0, 3], {M}[1, 3], {M}[2, 3])",
-          "# points below 4 from the origin: a few float32 roundings",
-          f"wp.expect_near(wp.length(moved - offset), wp.length({x}), 1.0e-5)"]),
-        (f"only shifts {'xyz'[axis]}", [f"# {'xyz'[axis]} is the rotation axis: it only moves by the translation",
-                                        f"wp.expect_eq(moved[{axis}], {x}[{axis}] + {rows[axis][3]})"]),
-        ("moves directions without the translation",
-         [f"wp.expect_near(moved - wp.transform_vector({M}, {x}), wp.vec3({M}[0, 3], {M}[1, 3], {M}[2, 3]), 1.0e-5)"])],
-        2, 4, keep=1)
-    w.add(f"{w.at(w.out(w.pick('moved_points', 'out', 'world_points'), VECS[3, 'float32']))} = moved")
-    return w.finish(w.pick("test_homogeneous_transform", "check_mat44_transform", "test_mat44_point"),
-                    "Check a 4x4 rotation and translation written from literals for every input point",
-                    f"The matrix {what}")
-
-
-def _mat_product(w: Writer, rng: random.Random) -> CheckKernel:
-    s, n = w.pick("float32", "float32", "float64"), w.pick(2, 3, 3, 4)
-    m, f = MATS[n, s], FLOATS[s]
-    A = w.load("A", w.array(w.pick("lhs", "left"), m, -0.5, 0.5))
-    B = w.load("B", w.array(w.pick("rhs", "right"), m, -0.5, 0.5))
-    tol = tolerance(f)
-    w.add(f"AB = {A} @ {B}", "# entries in [-1/2, 1/2]: products and determinants stay below 1")
-    keep_det = rng.random() < 0.5  # store the determinant of the product, or the product itself
-    det = "det_ab" if keep_det else "wp.determinant(AB)"
-    if keep_det:
-        w.add("det_ab = wp.determinant(AB)")
-    what = w.checks([
-        ("the transpose of a product is the product of transposes reversed",
-         [f"wp.expect_near(wp.transpose(AB), wp.transpose({B}) @ wp.transpose({A}), {tol})"]),
-        ("the determinant of a product is the product of determinants",
-         [f"wp.expect_near({det}, wp.determinant({A}) * wp.determinant({B}), {tol})"]),
-        ("the trace does not depend on the order", [f"wp.expect_near(wp.trace(AB), wp.trace({B} @ {A}), {tol})"]),
-        ("wp.ddot is the trace of A^T B", [f"wp.expect_near(wp.ddot({A}, {B}), wp.trace(wp.transpose({A}) @ {B}), {tol})"])])
-    if keep_det:
-        w.add(f"{w.at(w.out(w.pick('dets', 'determinants'), f))} = det_ab")
-    else:
-        w.add(f"{w.at(w.out(w.pick('products', 'AB_out'), m))} = AB")
-    return w.finish(w.pick("test_mat_product", "check_transpose_product", "test_determinant_product"),
-                    f"Check identities of {m.name} matrix products for every input pair", f"It checks that {what}")
-
-
-def _mat_outer(w: Writer, rng: random.Random) -> CheckKernel:
-    s, n = w.pick("float32", "float32", "float64"), w.pick(2, 3, 3, 4)
-    v, m, f = VECS[n, s], MATS[n, s], FLOATS[s]
-    a = w.load("a", w.array(w.pick("a", "u"), v))
-    b = w.load("b", w.array(w.pick("b", "w"), v))
-    tol = tolerance(f)
-    w.add(f"M = wp.outer({a}, {b})")
-    r, c = rng.randrange(n), rng.randrange(n)
-    options = [("its entries", ["# each entry is one product, so it is exact",
-                                f"wp.expect_eq(M[{r}, {c}], {a}[{r}] * {b}[{c}])"]),
-               ("its transpose", [f"wp.expect_eq(wp.transpose(M), wp.outer({b}, {a}))"]),
-               ("its trace", [f"wp.expect_near(wp.trace(M), wp.dot({a}, {b}), {tol})"])]
-    if rng.random() < 0.5:
-        x = w.load("c", w.array(w.pick("c", "x"), v))
-        options.insert(0, ("its product with a vector", [f"applied = M @ {x}",
-                                                          f"wp.expect_near(applied, {a} * wp.dot({b}, {x}), {tol})"]))
-        what = w.checks(options, keep=1)
-        w.add(f"{w.at(w.out(w.pick('applied_out', 'projected'), v))} = applied")
-    else:
-        what = w.checks(options)
-        w.add(f"{w.at(w.out(w.pick('outers', 'M_out'), m))} = M")
-    return w.finish(w.pick("test_outer_product", "check_outer"),
-                    f"Check wp.outer of {v.name} vectors for every input pair", f"It checks {what}")
-
-
-# ---------------------------------------------------------------------------------------------
-# quaternions and transforms
-
-
-def literal_turn(w: Writer, q: str, v: str, tol: str) -> list[str]:
-    """Lines checking that a unit quaternion written from literals, (0, 0, sin, cos) on some axis,
-    composed with ``q`` rotates ``v`` like the two rotations in turn (``r`` is ``q`` applied to ``v``)."""
-    sin, cos = w.pick(*ROTATIONS)
-    xyz = ["0.0", "0.0", "0.0"]
-    xyz[w.rng.randrange(3)] = fmt(sin)
-    spelled = "wp.quat" if w.plain else "wp.quatf"
-    parts = ", ".join(xyz + [fmt(cos)])
-    return ["# sin^2 + cos^2 = 1 exactly in decimals: a unit rotation written out",
-            f"turn = {spelled}({parts})",
-            f"wp.expect_near(wp.quat_rotate(turn * {q}, {v}), wp.quat_rotate(turn, r), {tol})"]
-
-
-def _quat_rotate(w: Writer, rng: random.Random) -> CheckKernel:
-    s = w.pick("float32", "float32", "float64")
-    q = w.load("q", w.array(w.pick("rotations", "orientations"), QUATS[s]))  # drawn unit
-    v = w.load("v", w.array(w.pick("vectors", "points"), VECS[3, s], -2.0, 2.0))
-    tol = tolerance(FLOATS[s], 10.0)
-    w.add(f"r = wp.quat_rotate({q}, {v})", "# unit rotations of vectors below 4: a few roundings of values below 4")
-    what = w.checks([("wp.quat_rotate_inv undoes it", [f"wp.expect_near(wp.quat_rotate_inv({q}, r), {v}, {tol})"]),
-                     ("it keeps lengths", [f"wp.expect_near(wp.length(r), wp.length({v}), {tol})"]),
-                     ("it matches the rotation matrix", [f"wp.expect_near(wp.quat_to_matrix({q}) @ {v}, r, {tol})"]),
-                     ("the inverse quaternion undoes it",
-                      [f"wp.expect_near(wp.quat_rotate(wp.quat_inverse({q}), r), {v}, {tol})"]),
-                     *([("a literal turn composes with it", literal_turn(w, q, v, tol))] if s == "float32" else [])])
-    w.add(f"{w.at(w.out(w.pick('rotated', 'out'), VECS[3, s]))} = r")
-    return w.finish(w.pick("test_quat_rotate", "check_quat_rotate_inv", "test_quat_roundtrip"),
-                    f"Check wp.quat_rotate of {VECS[3, s].name} vectors for every input rotation",
-                    f"It checks that {what}")
-
-
-def _quat_axis_angle(w: Writer, rng: random.Random) -> CheckKernel:
-    s = w.pick("float32", "float32", "float64")
-    f = FLOATS[s]
-    axes = w.array(w.pick("axes", "axis_dirs", "hinge_axes"), VECS[3, s], 0.2, 1.0)
-    angles = w.array(w.pick("angles", "theta", "joint_angles"), f, 0.2, 3.0)
-    w.add(f"axis = wp.normalize({w.at(axes)})", f"angle = {w.at(angles)}",
-          "q = wp.quat_from_axis_angle(axis, angle)")
-    loose, tight = tolerance(f, 10.0), tolerance(f)
-    what = w.checks([("gives the axis and angle back",
-                      ["recovered_axis, recovered_angle = wp.quat_to_axis_angle(q)",
-                       "# angles in [0.2, 3]: sin(angle / 2) is at least 0.1, which divides the axis",
-                       f"wp.expect_near(recovered_angle, angle, {loose})",
-                       f"wp.expect_near(recovered_axis, axis, {loose})"]),
-                     ("is unit", [unit_length(w, "q", f, tight)]),
-                     ("fixes its axis", ["# a rotation leaves its own axis in place",
-                                         f"wp.expect_near(wp.quat_rotate(q, axis), axis, {tight})"]),
-                     ("has a matrix that fixes the axis",
-                      [f"wp.expect_near(wp.quat_to_matrix(q) @ axis, axis, {tight})"]),
-                     ("has a real part of cos(angle / 2)",
-                      [f"wp.expect_near(q[3], wp.cos({w.typed(f, 0.5)} * angle), {tight})"])], keep=1)
-    if rng.random() < 0.7:
-        w.add(f"{w.at(w.out(w.pick('quats', 'rotations'), QUATS[s]))} = q")
-    else:
-        w.add(f"{w.at(w.out(w.pick('recovered', 'angles_out'), f))} = recovered_angle")
-    return w.finish(w.pick("test_quat_axis_angle", "check_axis_angle_roundtrip"),
-                    "Check quaternions built from an axis and angle for every input axis", f"The quaternion {what}")
-
-
-def _quat_compose(w: Writer, rng: random.Random) -> CheckKernel:
-    s = w.pick("float32", "float32", "float64")
-    qt, f = QUATS[s], FLOATS[s]
-    q1 = w.load("q1", w.array(w.pick("first", "q_a", "parent"), qt))
-    q2 = w.load("q2", w.array(w.pick("second", "q_b", "child"), qt))
-    v = w.load("v", w.array(w.pick("vectors", "points"), VECS[3, s], -2.0, 2.0))
-    w.add(f"q = {w.pick(f'{q1} * {q2}', f'wp.mul({q1}, {q2})')}", "# unit rotations of vectors below 4")
-    what = w.checks([
-        ("rotates like its factors in turn",
-         [(f"wp.expect_near(wp.quat_rotate(q, {v}), wp.quat_rotate({q1}, wp.quat_rotate({q2}, {v})), "
-           f"{tolerance(f, 10.0)})")]),
-        ("is unit", [unit_length(w, "q", f, tolerance(f))]),
-        ("times its inverse is the identity",
-         [f"wp.expect_near(q * wp.quat_inverse(q), wp.quat_identity(dtype={f.py}), {tolerance(f)})"]),
-        ("has the product of its factors' matrices",
-         [f"wp.expect_near(wp.quat_to_matrix(q), wp.quat_to_matrix({q1}) @ wp.quat_to_matrix({q2}), {tolerance(f)})"])],
-        keep=1)
-    w.add(f"{w.at(w.out(w.pick('composed', 'products'), qt))} = q")
-    return w.finish(w.pick("test_quat_compose", "check_quat_product"),
-                    f"Check products of {qt.name} rotations for every input pair", f"The product {what}")
-
-
-def _transform_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
-    tt, v = TRANSFORMS["float32"], VECS[3, "float32"]
-    t = w.load("xform", w.array(w.pick("transforms", "poses", "xforms"), tt, -2.0, 2.0))
-    x = w.load("x", w.array(w.pick("points", "local_points"), v, -2.0, 2.0))
-    w.add(f"p = wp.transform_point({t}, {x})", "# points and translations below 4: world points below 8")
-    options = [("the inverse transform takes points back",
-                [f"wp.expect_near(wp.transform_point(wp.transform_inverse({t}), p), {x}, 1.0e-4)"]),
-               ("a point is rotated then translated",
-                [(f"wp.expect_near(p, wp.quat_rotate(wp.transform_get_rotation({t}), {x}) "
-                  f"+ wp.transform_get_translation({t}), 1.0e-4)")]),
-               ("vectors ignore the translation",
-                [(f"wp.expect_near(wp.transform_vector({t}, {x}), "
-                  f"wp.quat_rotate(wp.transform_get_rotation({t}), {x}), 1.0e-4)")])]
-    if rng.random() < 0.5:
-        other = w.load("other", w.array(w.pick("offsets", "parents"), tt, -2.0, 2.0))
-        compose = w.pick(f"{t} * {other}", f"wp.transform_multiply({t}, {other})")
-        options.insert(0, ("transforms compose",
-                           [(f"wp.expect_near(wp.transform_point({compose}, {x}), "
-                             f"wp.transform_point({t}, wp.transform_point({other}, {x})), 1.0e-4)")]))
-        what = w.checks(options, keep=1)
-    else:
-        what = w.checks(options)
-    w.add(f"{w.at(w.out(w.pick('world_points', 'out'), v))} = p")
-    return w.finish(w.pick("test_transform_point", "check_transform_inverse", "test_transform_roundtrip"),
-                    "Check wp.transform_point for every input transform and point", f"It checks that {what}")
-
-
-# ---------------------------------------------------------------------------------------------
 # bools, compile-time loops, structs
 
 
+@kind("bool_logic")
 def _bool_logic(w: Writer, rng: random.Random) -> CheckKernel:
     a = w.load("a", w.array(w.pick("flags", "active"), T.BOOL))
     b = w.load("b", w.array(w.pick("masks", "visible"), T.BOOL))
@@ -967,6 +650,7 @@ def _bool_logic(w: Writer, rng: random.Random) -> CheckKernel:
                     "Check bool logic and wp.where for every input pair of flags", f"It checks {what}")
 
 
+@kind("static_loop")
 def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
     variant = w.pick("doubling", "horner", "geometric", "components")
     if variant == "doubling":
@@ -1026,62 +710,13 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
                     "The sum matches its closed form")
 
 
-def _struct_frames(w: Writer, rng: random.Random) -> CheckKernel:
-    origin, rotation, scale = w.pick("origin", "position", "translation"), w.pick("rotation", "orientation"), \
-        w.pick("scale", "size")
-    frame_fields = [(origin, VECS[3, "float32"]), (rotation, QUATS["float32"])]
-    if rng.random() < 0.75:  # a frame nested in a body: body.frame.origin
-        frame = w.struct(w.pick("Frame", "Pose", "Transform"), frame_fields)
-        member = w.pick("frame", "pose")
-        body = w.struct(w.pick("Body", "Instance", "Shape"), [(member, frame), (scale, T.FLOAT32)])
-        nested = "nested "
-    else:
-        body = w.struct(w.pick("Body", "Instance", "Shape"), [*frame_fields, (scale, T.FLOAT32)])
-        member, nested = "", ""
-    b = w.pick("body", "inst", "shape")
-    at = f"{b}.{member}." if member else f"{b}."
-    o, q, k = at + origin, at + rotation, f"{b}.{scale}"
-    bodies = w.array(w.pick("bodies", "instances", "shapes"), body, 0.5, 2.0)
-    x = w.load("x", w.array(w.pick("points", "local_points", "vertices"), VECS[3, "float32"], -1.0, 1.0))
-    w.add(f"{b} = {w.at(bodies)}",
-          f"world = wp.quat_rotate({q}, {x} * {k}) + {o}",
-          "# scales and origins in [0.5, 2]: world points below 6")
-    what = w.checks([("matches wp.transform_point",
-                      [f"xform = wp.transform({o}, {q})",
-                       f"wp.expect_near(wp.transform_point(xform, {x} * {k}), world, 1.0e-5)"]),
-                     ("is undone by the inverse rotation and scale",
-                      [f"local = wp.quat_rotate_inv({q}, world - {o}) / {k}", f"wp.expect_near(local, {x}, 1.0e-5)"]),
-                     ("scales distances from the origin",
-                      [f"wp.expect_near(wp.length(world - {o}), wp.length({x}) * {k}, 1.0e-5)"])], 1, 2)
-    w.add(f"{w.at(w.out(w.pick('world_points', 'out', 'placed'), VECS[3, 'float32']))} = world")
-    return w.finish(w.pick("test_struct_frames", "check_nested_struct_transform", "test_struct_placement"),
-                    f"Check points placed through a {nested}struct frame for every input point",
-                    f"The placement {what}")
-
-
-KINDS = {"uint_wrap": _uint_wrap, "int_division": _int_division, "bit_identities": _bit_identities,
-         "shifts": _shifts, "int_conversion": _int_conversion, "minmax": _minmax, "abs_sign": _abs_sign,
-         "rounding": _rounding, "precision": _precision, "vec_cross": _vec_cross,
-         "vec_normalize": _vec_normalize, "vec_dot": _vec_dot, "mat_inverse": _mat_inverse,
-         "mat_rotation": _mat_rotation, "mat_homogeneous": _mat_homogeneous, "mat_product": _mat_product, "mat_outer": _mat_outer,
-         "quat_rotate": _quat_rotate, "quat_axis_angle": _quat_axis_angle, "quat_compose": _quat_compose,
-         "transform_roundtrip": _transform_roundtrip, "bool_logic": _bool_logic, "static_loop": _static_loop,
-         "struct_frames": _struct_frames, "type_roundtrip": _type_roundtrip, "key_packing": _key_packing}
-
-
-def build(kind: str, rng: random.Random, suffix: str) -> CheckKernel:
-    kernel = KINDS[kind](Writer(rng, suffix), rng)
-    kernel.meta["record"]["check_kind"] = kind
+def build(which: str, rng: random.Random, suffix: str) -> CheckKernel:
+    kernel = KINDS[which](Writer(rng, suffix), rng)
+    kernel.meta["record"]["check_kind"] = which
     return kernel
-
-
-# integer arithmetic and conversions between scalar types are drawn more often: Warp's own tests
-# check them type by type, where geometry kinds each stand for one builtin family
-WEIGHTS = {"type_roundtrip": 2.5, "key_packing": 1.25, "int_conversion": 1.25, "int_division": 1.25,
-           "uint_wrap": 1.25, "bit_identities": 1.25, "shifts": 1.25, "minmax": 1.25, "struct_frames": 1.25}
 
 
 @register("property_checks", 1.0, source="patterns")
 def property_checks(rng, name, suffix, complexity):
     kinds = sorted(KINDS)
-    return build(rng.choices(kinds, [WEIGHTS.get(k, 1.0) for k in kinds])[0], rng, suffix)
+    return build(rng.choices(kinds, [WEIGHTS[k] for k in kinds])[0], rng, suffix)
