@@ -145,16 +145,16 @@ def read_dataset(folder: str) -> list[dict]:
     return list(writers.read_dataset(folder))
 
 
-def stage_reference(folder: str) -> dict[str, dict]:
-    """Write the measure half's self-contained kernels, without test scaffolding, one file each;
-    {file name: where the kernel is in Warp}."""
+def stage_reference(folder: str, half: str = "measure") -> dict[str, dict]:
+    """Write one half's self-contained kernels (the benchmark's: the measure half), without test
+    scaffolding, one file each; {file name: where the kernel is in Warp}."""
     from jit.code.analysis import reference
     from jit.code.synthesis.mutate import seed_list
 
     os.makedirs(folder)
     dist = reference.distribution()
     origins = {}
-    for n, kernel in enumerate(k for k in reference.kernels("measure") if k.self_contained and not k.generic):
+    for n, kernel in enumerate(k for k in reference.kernels(half) if k.self_contained and not k.generic):
         made = seed_list.prepare(kernel)
         if isinstance(made, str):
             continue
