@@ -382,10 +382,10 @@ def _int_conversion(w: Writer, rng: random.Random) -> CheckKernel:
         bits = BITS[narrow.name]
         x = w.load("x", w.array(w.pick("values", "x", "ids"), INTS["int32"], 0, 2 ** (bits + 4)))
         w.add(f"low = {narrow.py}({x})", f"# narrowing keeps the low {bits} bits")
-        if rng.random() < 0.6:  # the mask and modulus from a module constant, folded at compile time
+        if rng.random() < 0.7:  # the mask and modulus from a module constant, folded at compile time
             width = w.constant(w.pick("BITS", "WIDTH"), str(bits))
             mask, modulus = f"wp.static((1 << {width}) - 1)", f"wp.static(1 << {width})"
-            if rng.random() < 0.5:
+            if rng.random() < 0.6:
                 w.add(f"mask = {mask}")
                 mask = "mask"
         else:
@@ -467,6 +467,8 @@ def _type_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
     chosen = [via[k] for k in sorted(rng.sample(range(len(via)), rng.randint(5, len(via))))]
     w.add("# values in [0, 126] are exact in every integer and float type, float16 included")
     w.add(*(f"wp.expect_eq({back}({t.py}({x})), {x})" for t in chosen))
+    via_int = w.pick(*(t for t in chosen if t.kind != "float"), UINTS["uint64"])
+    w.add("# int() converts any of them to int32, as in Python", f"wp.expect_eq(int({via_int.py}({x})), {x if src.name == 'int32' else f'int({x})'})")
     direct = [t for t in chosen if t.name != "float64"]
     direct = rng.sample(direct, min(len(direct), rng.randint(1, 3)))
     w.add("# converting through float64 first changes nothing",

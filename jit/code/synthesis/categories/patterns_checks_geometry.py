@@ -329,7 +329,8 @@ def _quat_axis_angle(w: Writer, rng: random.Random) -> CheckKernel:
                      ("has a matrix that fixes the axis",
                       [f"wp.expect_near(wp.quat_to_matrix(q) @ axis, axis, {tight})"]),
                      ("has a real part of cos(angle / 2)",
-                      [f"wp.expect_near(q[3], wp.cos({w.typed(f, 0.5)} * angle), {tight})"])], keep=1)
+                      [f"wp.expect_near(q[3], wp.cos({w.typed(f, 0.5)} * angle)"
+                       + (")" if s == "float32" else f", {tight})")])], keep=1)  # float32: the default 1e-6
     if rng.random() < 0.7:
         w.add(f"{w.at(w.out(w.pick('quats', 'rotations'), QUATS[s]))} = q")
     else:

@@ -226,6 +226,8 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     if single:
         if w.lines[-1] == f"partial = {reduce}":
             w.lines[-1] = f"wp.tile_store({total}, {reduce})"
+        elif mean and not span:  # the sum scaled as it is stored
+            w.lines[-1] = w.lines[-1].replace("partial = partial", f"wp.tile_store({total}, partial", 1) + ")"
         else:
             w.add(f"wp.tile_store({total}, partial)")
         purpose += f": one block reduces {covers} and stores the result in {total}[0]"
