@@ -584,7 +584,7 @@ def build(kind: str, rng: random.Random, suffix: str) -> TileKernel:
     return KINDS[kind](Writer(rng, suffix), rng)
 
 
-@register("tile_blocks", 1.0, source="patterns")
+@register("tile_blocks", 4.0, source="patterns")
 def tile_blocks(rng, name, suffix, complexity):
     kinds = sorted(KINDS)
     return build(rng.choices(kinds, [WEIGHTS.get(k, 1.0) for k in kinds])[0], rng, suffix)
