@@ -370,7 +370,10 @@ def reduce_particles(rng, name, suffix, complexity):
         values = [d.use(t, m=mass, v=vi, x=xi)["e"] if t == "potential_energy" else
                   d.use(t, m=mass, v=vi)["e"] for t in terms]
         e = total(d, values, ("e", "energy"))
-        out = d.array(("total_energy", "energy", "energies"), "scalar", "out", shape=shape)
+        which = {"kinetic_energy": "kinetic_energy", "potential_energy": "potential_energy"}[terms[0]] \
+            if len(terms) == 1 else "total_energy"
+        kind = which  # the kernel is named for what it sums
+        out = d.array((which, "energy") if len(terms) == 1 else ("total_energy", "energy"), "scalar", "out", shape=shape)
         w.add(f"wp.atomic_add({out}, {slot}, {e})")
         purpose = f"Sum {join([says(t) for t in terms])} of {d.style.dim}D particles{per}"
     elif kind == "momentum":
@@ -402,7 +405,7 @@ def reduce_particles(rng, name, suffix, complexity):
         w.add(f"wp.atomic_min({lower}, 0, {xi} - {pad})", f"wp.atomic_max({upper}, 0, {xi} + {pad})")
         d.differentiable = False
         purpose = "Grow the bounding box of particles, padded by their radii"
-    return d.finish(rng.choice(("compute_totals", "accumulate_" + kind)), [its.launch], purpose)
+    return d.finish(rng.choice(("sum_" + kind, "accumulate_" + kind)), [its.launch], purpose)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ def _cohesion(p: Pattern, x: str, grid: str, v: str, radius: str, blend: str) ->
     if separate:
         k = p.scalar(rng.choice(("separation", "k_separation")), lo=0.0, hi=0.1)
         p.add(f"vi += {k} * push")
-        p.note("pushes apart neighbours that come close")
+        p.note("pushes it away from every neighbour in the radius, harder the closer they are")
     if p.chance(0.4):
         vmax = p.scalar(rng.choice(("max_speed", "speed_limit")), lo=1.0, hi=5.0)
         p.add(f"speed = {p.length('vi')}", f"if speed > {vmax}:", f"{INDENT}vi = vi * ({vmax} / speed)")
@@ -392,7 +392,7 @@ def _mesh_raycast(p: Pattern):
     else:
         p.add("rd = wp.normalize(wp.vec3(sx, sy, -1.0))")
     max_t = p.scalar("max_t", lo=10.0, hi=100.0) if p.coin(0.4) else rng.choice(("1.0e6", "100.0", "1000.0"))
-    old_form = p.coin(0.35)
+    old_form = p.coin(0.1)
     if old_form:  # output arguments, as older Warp code writes it
         p.add("t = float(0.0)", "u = float(0.0)", "v = float(0.0)", "sign = float(0.0)", "n = wp.vec3()",
               "f = int(0)")

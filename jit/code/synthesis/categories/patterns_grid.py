@@ -97,7 +97,9 @@ def grid_stencil(rng, name, suffix, complexity):
         labels = ("left", "right", "down", "up", "back", "front")[: 2 * dims]
         p.add(*(f"{name_} = {e}" for name_, e in zip(labels, nb)))
         nb = list(labels)
-    inv_dx = p.scalar(rng.choice(("inv_dx", "inv_cell_size")), lo=0.5, hi=2.0) if rng.random() < 0.5 else None
+    # a Jacobi pressure step multiplies the right-hand side by h^2: it takes the cell size
+    inv_dx = p.scalar(rng.choice(("inv_dx", "inv_cell_size")), lo=0.5, hi=2.0) \
+        if op != "jacobi" and rng.random() < 0.5 else None
     dx = None if inv_dx else p.scalar(rng.choice(("dx", "cell_size", "h")) if op != "wave" else "dx", lo=0.5, hi=2.0)
     # a central difference spans two cells
     central = f" * ({fl.lit(0.5)} * {inv_dx})" if inv_dx else f" / ({fl.lit(2.0)} * {dx})"

@@ -292,7 +292,9 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
         p.add(f"{deltas}[{i}] -= n * (lam * wi)", f"{deltas}[{j}] += n * (lam * wj)")
     if p.chance(0.3):  # Jacobi-style solvers average the corrections by how many constraints touch a particle
         counts = p.array("constraint_count", T.INT32, "out", shape=pshape)
-        p.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
+        # scattered the way the corrections are
+        p.add(*((f"{counts}[{i}] += 1", f"{counts}[{j}] += 1") if style >= 0.7 else
+                (f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")))
         p.note("counts the constraints per particle for averaging")
     kind = "compliant distance constraint (one XPBD iteration, the multiplier starting from zero)" if xpbd \
         else "distance constraint"

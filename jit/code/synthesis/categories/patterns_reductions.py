@@ -99,9 +99,9 @@ def atomic_reduction(rng, name, suffix, complexity):
     if kind == "max":
         fn = rng.choice(("atomic_max", "atomic_max", "atomic_min"))
         extreme = "max" if fn == "atomic_max" else "min"
-        out = p.array(rng.choice((f"{extreme}_value", "result", "extreme")), fl.scalar, "inout", shape=(1,))
+        out = p.array(rng.choice((f"{extreme}_value", "result", f"global_{extreme}")), fl.scalar, "inout", shape=(1,))
         p.add(f"wp.{fn}({out}, 0, {value})")
-        return p.finish(rng.choice((f"reduce_{extreme}", "find_extreme", f"{extreme}_reduce")), p.kb.dims,
+        return p.finish(rng.choice((f"reduce_{extreme}", f"find_{extreme}", f"{extreme}_reduce")), p.kb.dims,
                         purpose=f"Reduce the {words} to their {'maximum' if extreme == 'max' else 'minimum'} "
                                 "with an atomic, on top of what the output holds",
                         differentiable=False)

@@ -25,6 +25,7 @@ like every module-level name a generated kernel defines. What it leaves out: ``t
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +116,9 @@ class Writer:
     def constant(self, base: str, value: int) -> str:
         """A module-level tile size, ``wp.constant`` or a plain int (both are compile-time in kernels)."""
         name = self.name(base)
-        self.constants.append(f"{name} = wp.constant({value})" if self.rng.random() < 0.5 else f"{name} = {value}")
+        if not hasattr(self, "wrapped"):  # one author declares every size of a kernel the same way
+            self.wrapped = self.rng.random() < 0.5
+        self.constants.append(f"{name} = wp.constant({value})" if self.wrapped else f"{name} = {value}")
         return name
 
     def array(self, name: str, shape: tuple[int, ...], role: str = "in", lo: float = -1.0, hi: float = 1.0) -> str:
@@ -156,8 +159,11 @@ class Writer:
         name = self.name(base)
         tids = "i" if len(dims) == 1 else "i, j"
         sig = ", ".join(f"{p.name}: {self.annotation(p)}" for p in self.params)
+        body = "\n".join(self.lines)
+        used = any(re.search(rf"\b{t}\b", body) for t in tids.split(", "))  # a single block needs no index
         kernel = ["@wp.kernel", f"def {name}({sig}):", docstring(sentence(purpose), sentence(detail) if detail else ""),
-                  f"{INDENT}{tids} = wp.tid()", *(INDENT + line for line in self.lines)]
+                  f"{INDENT}{tids} = wp.tid()" if used else None, *(INDENT + line for line in self.lines)]
+        kernel = [line for line in kernel if line is not None]
         parts = ["import warp as wp", "\n".join(self.constants), *self.funcs, "\n".join(kernel)]
         text = "\n\n\n".join(p for p in parts if p) + "\n"
         meta = {"deterministic": True, "needs_runtime_objects": False, "reason": None,
@@ -186,15 +192,18 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     partials = not mean and not single and rng.random() < 0.35  # one partial sum per block, for a second pass
     total = w.array(rng.choice(("partial_sums", "block_sums")), (blocks,), "out") if partials else \
         w.array(rng.choice(("total", "result", "out")), (1,), "out")
-    if span:  # the block's first tile, with the stride of a block folded at compile time or not
+    if single:  # one block: its tiles start at 0, and the block index plays no part
+        start = f"k * {tile}" if span else "0"
+    elif span:  # the block's first tile, with the stride of a block folded at compile time or not
         start = rng.choice((f"(i * {span} + k) * {tile}", f"i * wp.static({span} * {tile}) + k * {tile}"))
     else:
         start = w.index("start", f"i * {tile}", 0.4)
-    loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}, offset={start})"]
+    at = "" if start == "0" else f", offset={start}"
+    loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}{at})"]
     terms = f"{x}_tile"
     dotted = None  # wp.tile_dot gives the block's partial dot product directly
     if kind == "dot":
-        loads.append(f"{other}_tile = wp.tile_load({other}, shape={tile}, offset={start})")
+        loads.append(f"{other}_tile = wp.tile_load({other}, shape={tile}{at})")
         terms = f"wp.tile_map(wp.mul, {x}_tile, {other}_tile)"
         if not weights and rng.random() < 0.4:
             dotted = f"wp.tile_dot({x}_tile, {other}_tile)"
@@ -208,7 +217,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     else:
         purpose = f"Sum of {x}"
     if weights:
-        loads.append(f"{weights}_tile = wp.tile_load({weights}, shape={tile}, offset={start})")
+        loads.append(f"{weights}_tile = wp.tile_load({weights}, shape={tile}{at})")
         terms = f"wp.tile_map(wp.mul, {terms}, {weights}_tile)"
         purpose = "Weighted " + purpose[0].lower() + purpose[1:] + f" with weights {weights}"
     reduce = f"wp.tile_sum({terms})" if rng.random() < 0.75 else f"wp.tile_reduce(wp.add, {terms})"
@@ -521,9 +530,8 @@ def _batch(w: Writer, rng: random.Random) -> TileKernel:
     out = w.array(rng.choice(("mean", "average")) if mean else rng.choice(("total", "summed")), (rows, bj * size), "out")
     spread = w.array(rng.choice(("first_minus_mean", "deviation")), (rows, bj * size), "out") \
         if mean and rng.random() < 0.5 else None
-    shared = ', storage="shared"' if rng.random() < 0.5 else ""
     row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
-    w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell}{shared})",
+    w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell})",
           f"for k in range({frames}):",
           f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")
     if mean:

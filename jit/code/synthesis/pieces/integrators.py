@@ -23,7 +23,7 @@ def symplectic_euler(w: Writer, x, v, a, dt):
 @piece("explicit_euler", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
        gives={"x": POSITION, "v": VELOCITY}, says="an explicit Euler step", weight=0.5)
 def explicit_euler(w: Writer, x, v, a, dt):
-    w.comment("forward Euler: the position moves with the old velocity")
+    w.comment("forward Euler: the position moves with the velocity from before this step's acceleration")
     x_new = w.update(x, f"{x} + {v} * {dt}", "x_new", "pos", "x_next")
     return {"x": x_new, "v": w.update(v, f"{v} + {a} * {dt}", "v_new", "vel", "v_next")}
 
