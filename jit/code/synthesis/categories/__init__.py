@@ -14,4 +14,4 @@ out: choosing a category for an item (``generator``).
 from jit.code.synthesis.categories.registry import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category, register  # noqa: F401
 
 # each module registers its categories on import (order = registry order)
-from jit.code.synthesis.categories import basic, rigid, composite, memory, tile, random_noise, queries, realistic, patterns, patterns_particles, patterns_fluids, patterns_reductions, patterns_grid, patterns_rays, patterns_solid, patterns_rigid, patterns_cloth, patterns_geometry, patterns_tiles, patterns_checks, patterns_checks_geometry, mutants, composed_particles, composed_fields, composed_solids  # noqa: F401
+from jit.code.synthesis.categories import basic, rigid, composite, memory, tile, random_noise, queries, realistic, patterns, patterns_particles, patterns_fluids, patterns_reductions, patterns_grid, patterns_rays, patterns_solid, patterns_rigid, patterns_cloth, patterns_geometry, patterns_tiles, patterns_checks, patterns_checks_geometry, patterns_checks_math, mutants, composed_particles, composed_fields, composed_solids  # noqa: F401

@@ -5,7 +5,9 @@ some only check.
 
 This module holds the writer every kind uses, the registry of kinds (``@kind``, with a weight)
 and the scalar kinds; ``patterns_checks_geometry`` adds the vector, matrix, quaternion,
-transform and struct kinds to the same registry. Each kind compares two *different*
+transform and struct kinds to the same registry, and ``patterns_checks_math`` the math builtins
+(hyperbolic and inverse trigonometric functions, logs, error functions, float classes, norms,
+small factorisations, rigid-body velocity). Each kind compares two *different*
 computations that must agree on every input its ranges allow:
 
 - integers per type: wrap-around of unsigned sums, ``//`` (floors) against ``/`` and ``%``
