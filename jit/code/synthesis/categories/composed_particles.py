@@ -222,7 +222,7 @@ def spring_network(rng, name, suffix, complexity):
             energy = d.array(("spring_energy", "energies"), "scalar", "out")
             w.add(f"{energy}[tid] = {e}")
             d.skip_writes.append(f"{energy}[tid] = {d.style.lit(0.0)}")
-            extra.append(f"store {says('spring_energy')}")
+            extra.append("store the elastic energy of each spring")
     elif kind in ("strain", "break"):
         strain = d.use("edge_strain", stretch=signed)["strain"]
         if kind == "strain":

@@ -180,6 +180,10 @@ class Writer:
             lines = [re.sub(rf"\[{self.tid}\]", "[wp.tid()]", line) for line in lines]
         if self.rng.random() < 0.35:  # the tolerance by keyword, as many of Warp's tests pass it
             lines = [NEAR.sub(r"\1, tolerance=\2)", line) if arguments(line) == 3 else line for line in lines]
+        # a comment about the input ranges speaks of what the kernel cannot see: the launch says it
+        lines = [line for line in lines if not re.match(r"\s*# .*\bin [\[(]", line)]
+        body = "\n".join(lines) + "\n".join(text for _, text in self.structs)
+        self.constants = [c for c in self.constants if re.search(rf"\b{c.split(' = ')[0]}\b", body)]  # drawn checks only
         params = [p for p in self.params if p.role == "in"] + [p for p in self.params if p.role != "in"]
         clash = assigned_names(self.lines) & {p.name for p in params}
         if clash:  # a local shadowing a parameter: a bug in the kind, not a random event

@@ -343,10 +343,11 @@ def _quat_axis_angle(w: Writer, rng: random.Random) -> CheckKernel:
 def _quat_compose(w: Writer, rng: random.Random) -> CheckKernel:
     s = w.pick("float32", "float32", "float64")
     qt, f = QUATS[s], FLOATS[s]
-    q1 = w.load("q1", w.array(w.pick("first", "q_a", "parent"), qt))
-    q2 = w.load("q2", w.array(w.pick("second", "q_b", "child"), qt))
+    first, second = w.pick(("first", "second"), ("q_a", "q_b"), ("parent", "child"))  # one naming for the pair
+    q1 = w.load("q1", w.array(first, qt))
+    q2 = w.load("q2", w.array(second, qt))
     v = w.load("v", w.array(w.pick("vectors", "points"), VECS[3, s], -2.0, 2.0))
-    w.add(f"q = {w.pick(f'{q1} * {q2}', f'wp.mul({q1}, {q2})')}", "# unit rotations of vectors below 4")
+    w.add(f"q = {q1} * {q2}")
     what = w.checks([
         ("rotates like its factors in turn",
          [(f"wp.expect_near(wp.quat_rotate(q, {v}), wp.quat_rotate({q1}, wp.quat_rotate({q2}, {v})), "
@@ -405,7 +406,7 @@ def _struct_frames(w: Writer, rng: random.Random) -> CheckKernel:
     else:
         body = w.struct(w.pick("Body", "Instance", "Shape"), [*frame_fields, (scale, T.FLOAT32)])
         member, nested = "", ""
-    b = w.pick("body", "inst", "shape")
+    b = w.pick("body", "inst", "item")
     at = f"{b}.{member}." if member else f"{b}."
     o, q, k = at + origin, at + rotation, f"{b}.{scale}"
     bodies = w.array(w.pick("bodies", "instances", "shapes"), body, 0.5, 2.0)

@@ -303,6 +303,7 @@ def _forces(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]
         out = p.array(rng.choice(("accelerations", "particle_a")), T.VEC3F, "out")
         p.add(f"{out}[i] = {acc}")
     form = "symmetric (momentum-conserving)" if symmetric else "averaged"
-    return (rng.choice(("compute_forces", "sph_forces", "pressure_and_viscosity")),
+    return (rng.choice(("compute_forces", "sph_forces", "pressure_and_viscosity") if viscous else
+                       ("compute_forces", "sph_forces", "pressure_forces")),
             f"Compute each SPH particle's acceleration from the {form} pressure gradient with the spiky kernel, "
             "over the neighbours within h that a hash grid finds")

@@ -92,8 +92,10 @@ def _integrate_bodies(p: Pattern):
     else:
         out = p.array(rng.choice(("body_q_out", "body_q_next")), T.TRANSFORMF, "out")
         v_out = p.array(f"{lin}_out", T.VEC3F, "out")
-        w_out = p.array(f"{ang}_out", T.VEC3F, "out")
-        p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v", f"{w_out}[tid] = w")
+        p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v")
+        if torqued or "damps the angular velocity" in p.notes:  # an unchanged angular velocity is not copied
+            w_out = p.array(f"{ang}_out", T.VEC3F, "out")
+            p.add(f"{w_out}[tid] = w")
     if energy:
         ke = p.array(rng.choice(("linear_kinetic_energy", "translational_energy")), T.FLOAT32, "out")
         if forced:  # a static body (zero inverse mass) does not move: no energy

@@ -83,7 +83,7 @@ def _covariance(p: Pattern):
     else:
         # a regulariser large enough that the solve is well conditioned (gradients checked by differences)
         reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
-        p.add(p.pick(f"A += {identity(fl)} * {reg}", f"A = A + wp.diag({fl.v}({reg}, {reg}, {reg}))"))
+        p.add(f"A += {identity(fl)} * {reg}")
         gathered = f"the {weighted}second-moment matrix of each point's neighbour offsets, regularised"
     # Warp's adjoint of a matrix carried through a dynamic loop disagrees with finite differences
     diff = use in ("solve", "det") and count == str(k)

@@ -197,7 +197,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     elif span:  # the block's first tile, with the stride of a block folded at compile time or not
         start = rng.choice((f"(i * {span} + k) * {tile}", f"i * wp.static({span} * {tile}) + k * {tile}"))
     else:
-        start = w.index("start", f"i * {tile}", 0.4)
+        start = w.index("start", f"i * {tile}", 1.0 if kind == "dot" or weights else 0.4)  # named if read twice
     at = "" if start == "0" else f", offset={start}"
     loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}{at})"]
     terms = f"{x}_tile"
@@ -220,7 +220,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
         loads.append(f"{weights}_tile = wp.tile_load({weights}, shape={tile}{at})")
         terms = f"wp.tile_map(wp.mul, {terms}, {weights}_tile)"
         purpose = "Weighted " + purpose[0].lower() + purpose[1:] + f" with weights {weights}"
-    reduce = f"wp.tile_sum({terms})" if rng.random() < 0.75 else f"wp.tile_reduce(wp.add, {terms})"
+    reduce = f"wp.tile_sum({terms})" if rng.random() < 0.9 else f"wp.tile_reduce(wp.add, {terms})"
     reduce = dotted or reduce
     if span:
         w.add(f"partial = wp.tile_zeros(shape=1, dtype={w.spell})", f"for k in range({span}):",

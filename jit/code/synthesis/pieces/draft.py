@@ -131,9 +131,8 @@ class Draft:
         t = self.style.wtype(dtype) if isinstance(dtype, str) else dtype
         name = self.w.fresh(*((names,) if isinstance(names, str) else names))
         token = f"__uniform_{name}__"
-        # every setting goes into the group (each field keeps its own range); the time step
-        # stays a plain parameter, as callers change it per substep
-        grouped = bool(self.group and groupable and name not in TIME_STEPS)
+        # every setting goes into the group, the time step too (each field keeps its own range)
+        grouped = bool(self.group and groupable)
         self.uniforms[name] = Uniform(name, t, lo, hi, token, grouped)
         return token
 
