@@ -43,7 +43,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -203,25 +203,22 @@ class Merge:
         groups, first, sizes = np.unique(self.groups[chosen], return_index=True, return_counts=True)
         seed = getattr(self.run.source, "seed", 0)
         by_position = np.argsort(chosen[first])
-        ids = [""] * len(groups)
-        for g, rid in zip(by_position.tolist(), self._ids(chosen[first][by_position])):
-            ids[g] = rid
-        order = sorted(range(len(groups)), key=lambda g: splits._order(seed, ids[g]))
+        keys = np.empty(len(groups), dtype="S16")  # each group's place in the deal: 16 bytes, not its id
+        keys[by_position] = [splits._order(seed, rid) for rid in self._ids(chosen[first][by_position])]
+        order = np.argsort(keys, kind="stable").tolist()
         dealt = splits.deal([int(sizes[g]) for g in order], dict(self.run.splits))
         split_of_group = np.empty(len(groups), dtype=np.int8)
         split_of_group[order] = [names.index(name) for name in dealt]
         dest[chosen] = split_of_group[np.searchsorted(groups, self.groups[chosen])]
         return dest, names
 
-    def _ids(self, positions: np.ndarray) -> list[str]:
-        """The content ids at ``positions`` (sorted), read from the part indexes."""
-        out = []
+    def _ids(self, positions: np.ndarray) -> Iterator[str]:
+        """The content ids at ``positions`` (sorted), read part by part from the part indexes."""
         for number, start in self.starts():
             mine = positions[(positions >= start) & (positions < start + self.sizes[number])] - start
             if len(mine):
                 ids, = part_index.load(self.out, number, "ids")
-                out += [i.decode() for i in ids[mine]]
-        return out
+                yield from (i.decode() for i in ids[mine])
 
     def write(self, count: int | None) -> dict[str, int]:
         """The stages write and shards; returns the records per split."""
