@@ -87,9 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         train = list(writers.read_dataset(folder))
         figures = {}
         for task in args.tasks.split(","):
-            if score.applicable(records, task):
+            if not score.applicable(records, task):
+                continue
+            try:
                 figures[task] = measure(records, task, train, args.seed)
-                print(name, task, json.dumps(figures[task]["tiers"]["all"]), file=sys.stderr, flush=True)
+            except ValueError as exc:  # no training record has the task's fields (a purpose, say)
+                print(name, task, f"not measured: {exc}", file=sys.stderr, flush=True)
+                continue
+            print(name, task, json.dumps(figures[task]["tiers"]["all"]), file=sys.stderr, flush=True)
         out["train"][name] = {"folder": os.path.abspath(folder), "records": len(train), "tasks": figures}
         print(table(f"{name} ({len(train)} records)", figures) + "\n")
         if args.output:  # after each training set: a long run keeps what it has
