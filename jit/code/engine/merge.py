@@ -63,6 +63,11 @@ def in_process(fn: Callable, arguments: list[tuple]) -> list:
     return [fn(*args) for args in arguments]
 
 
+def positions(n: int) -> type:
+    """The integer type of arrays over ``n`` record positions: 4 bytes a record below 2**31."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 def first_of_components(n: int, pairs: np.ndarray) -> np.ndarray:
     """For each of ``n`` nodes, the smallest node of its connected component (pairs: (m, 2) edges).
 
@@ -72,7 +77,7 @@ def first_of_components(n: int, pairs: np.ndarray) -> np.ndarray:
     Hooks each root to the smaller root of an edge, then shortens every path to one step, until
     every edge joins one root: a few rounds of whole-array operations, not a loop over edges.
     """
-    root = np.arange(n, dtype=np.int64)
+    root = np.arange(n, dtype=positions(n))
     if not len(pairs):
         return root
     a, b = pairs[:, 0], pairs[:, 1]
@@ -169,14 +174,14 @@ class Merge:
             excluded[start:start + len(part_excluded)] = part_excluded
         removed = excluded.copy()
         removed[copies] = True
-        first = np.arange(total)  # smallest position of each near-duplicate cluster
-        group = np.arange(total) if self.split_at is not None else np.zeros(0, dtype=np.int64)
+        first = np.arange(total, dtype=positions(total))  # smallest position of each near-duplicate cluster
+        group = np.arange(total, dtype=positions(total)) if self.split_at is not None else np.zeros(0, dtype=np.int32)
         for path in edges:
             found = np.load(path)
             first = first_of_components(total, first[found[found[:, 2] == buckets.NEAR, :2]])[first]
             if self.split_at is not None:
                 group = first_of_components(total, group[found[:, :2]])[group]
-        kept = ~removed & (first == np.arange(total))
+        kept = ~removed & (first == np.arange(total, dtype=first.dtype))
         self.kept = np.flatnonzero(kept)
         self.duplicates = len(copies)
         copied = np.zeros(total, dtype=bool)
