@@ -17,7 +17,7 @@ executor (local processes or Ray) runs, none holding more than one part's record
 when it is near a source of the exclusion set (decided alone, see ``exclude``), or when it is not
 the first, in part order, of its near-duplicate cluster: the connected component of records linked
 by a MinHash estimate at or above ``dedup.decision(threshold)``. A chain A~B~C with A and C not near
-is one cluster: A is kept, B and C are dropped. Split groups are the connected components of every
+is one cluster: of the three, only the first in part order is kept. Split groups are the connected components of every
 near-duplicate link, every pair of records whose exact Jaccard similarity reaches
 ``splits.THRESHOLD`` and every shared provenance key (seed kernel, source file), counting the
 dropped near-duplicates as members, so no kept pair that similar straddles two splits. Groups are
