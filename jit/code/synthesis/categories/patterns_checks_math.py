@@ -58,9 +58,10 @@ def _hyperbolic_trig(w: Writer, rng: random.Random) -> CheckKernel:
         inverse = [("asin inverts sin",
                     ["# |angle| <= 1.2: asin's slope at sin(1.2) is below 3, so errors grow at most 3 times",
                      f"wp.expect_near(wp.asin(wp.sin({y})), {y}, {tolerance(f)})"]),
-                   ("atan inverts tan", [f"wp.expect_near(wp.atan(wp.tan({y})), {y}, {tolerance(f)})"]),
-                   ("acos inverts cos up to the sign",
-                    [f"wp.expect_near(wp.acos(wp.cos({y})), wp.abs({y}), {tolerance(f)})"])]
+                   ("atan inverts tan", [f"wp.expect_near(wp.atan(wp.tan({y})), {y}, {tolerance(f)})"])]
+        if s == "float64":  # near 0, acos(cos(y)) loses half the digits: float32 keeps too few of them
+            inverse.append(("acos inverts cos up to the sign",
+                            [f"wp.expect_near(wp.acos(wp.cos({y})), wp.abs({y}), {tolerance(f, 1.0e3)})"]))
         first = inverse.pop(rng.randrange(len(inverse)))
         options, keep = [options[0], first, *options[1:], *inverse], 2
     w.add(f"c = wp.cosh({x})", f"s = wp.sinh({x})")

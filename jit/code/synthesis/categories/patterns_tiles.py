@@ -400,7 +400,8 @@ def _axpy(w: Writer, rng: random.Random) -> TileKernel:
     combination = f"{alpha} x + {beta} y" if beta else f"{alpha} x + y"
     over = f"{size} x {size} tiles of matrices" if two_d else f"tiles of {size} values"
     purpose = f"Scaled addition {out} = {combination} over {over}" + (", in place" if in_place else "")
-    return w.finish(rng.choice(NAMES["axpy"]), blocks, rng.choice(BLOCK_DIMS), purpose)
+    names = ("axpby", "scaled_sum", "linear_combination") if beta else NAMES["axpy"]
+    return w.finish(rng.choice(names), blocks, rng.choice(BLOCK_DIMS), purpose)
 
 
 def _transpose(w: Writer, rng: random.Random) -> TileKernel:
@@ -418,7 +419,8 @@ def _transpose(w: Writer, rng: random.Random) -> TileKernel:
               f"wp.tile_store({b}, {w.literal(0.5)} * (upper + wp.tile_transpose(lower)), "
               f"offset=(i * {tile}, j * {tile}))")
         return w.finish(rng.choice(NAMES["symmetrize"]), [nb, nb], rng.choice(BLOCK_DIMS),
-                        f"Symmetric part (A + A^T) / 2 of the square matrix {a}, one {size} x {size} tile per block")
+                        f"Symmetric part (A + A^T) / 2 of the square matrix" + ("" if a == "matrix" else f" {a}")
+                        + f", one {size} x {size} tile per block")
     bi, bj = rng.choice((1, 2, 3)), rng.choice((1, 2, 3))
     a = w.array(rng.choice(("a", "src", "matrix")), (bi * size, bj * size))
     b = w.array(rng.choice(("b", "dst", "transposed")), (bj * size, bi * size), "out")
