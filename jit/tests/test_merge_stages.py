@@ -255,3 +255,15 @@ def test_an_interrupted_merge_resumes_its_stages(one_worker, tmp_path, monkeypat
         patch.setattr(buckets, "_compare_pairs", redone)
         engine.build_dataset(spec, 1)
     assert shard_bytes(tmp_path / "ds") == shard_bytes(out)
+
+
+def test_equal_signatures_are_linked_in_buckets_left_out_for_their_size(tmp_path, monkeypatch):
+    from jit.code.engine import buckets
+
+    monkeypatch.setattr(buckets, "LARGE_BUCKET", 2)  # every bucket of three or more is left out
+    base = unrelated(1, 8)[0]
+    renamed = [base.replace("v1", f"w{i}_") for i in range(4)]  # other names: other ids, equal signatures
+    texts = renamed[:2] + unrelated(10, 12) + renamed[2:]
+    stats = build(tmp_path / "ds", texts, near_dup_threshold=0.9)
+    assert stats["merge"]["large_buckets_left_out"] > 0
+    assert 0 in kept(tmp_path / "ds") and not {1, 12, 13} & set(kept(tmp_path / "ds"))

@@ -32,7 +32,8 @@ SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its 
 # (a kernel's signature line, boilerplate), and comparing it would grow with the square of the count
 # (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M pairs a band). A pair of
 # near-duplicates shares about half the bands, nearly all of them with a value of its own, so it
-# is still found unless every band it shares is such a bucket (kernels that are mostly boilerplate).
+# is still found unless every band it shares is such a bucket (kernels that are mostly boilerplate);
+# records whose whole signatures are equal are linked in such buckets too, in one pass.
 LARGE_BUCKET = 200
 NEAR, SPLIT = 1, 2
 SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten  # edge kinds: a near-duplicate link (also a split link), a split link only
@@ -140,20 +141,22 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
         with open(counts, encoding="utf-8") as f:
             return {"path": path, **json.load(f)}
     gone = np.unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
-    band_keys, band_positions, key_hashes, key_positions = [], [], [], []
+    band_keys, band_positions, key_hashes, key_positions, wholes = [], [], [], [], []
     for number, start in parts:
-        bands, excluded, provenance = part_index.load(out, number, "bands", "excluded", "provenance")
+        bands, excluded, provenance, whole = part_index.load(out, number, "bands", "excluded", "provenance", "whole")
         alive = ~excluded
         alive[gone[(gone >= start) & (gone < start + len(alive))] - start] = False
         rows, cols = np.nonzero((_shard_of(bands, shards) == shard) & alive[:, None])
         band_keys.append(bands[rows, cols])
         band_positions.append(rows.astype(np.int64) + start)
+        wholes.append(whole[rows])
         if len(provenance):
             mine = (_shard_of(provenance[:, 1], shards) == shard) & alive[provenance[:, 0].astype(np.int64)]
             key_hashes.append(provenance[mine, 1])
             key_positions.append(provenance[mine, 0].astype(np.int64) + start)
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
-    left_out = sum(len(g) > LARGE_BUCKET for g in groups)
+    large = [g for g in groups if len(g) > LARGE_BUCKET]
+    left_out = len(large)
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
     records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
     small = [g for g in groups if len(g) <= SMALL_BUCKET]
@@ -164,6 +167,8 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
         if len(members) > SMALL_BUCKET:
             found += _compare(members, records, near_at, split_at)
             compared += len(members) * (len(members) - 1) // 2
+    if large and near_at is not None:
+        found += _same_signatures(large, _cat(band_positions, np.int64), _cat(wholes, np.uint64))
     pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
     found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
     for members in groups:
@@ -171,6 +176,18 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     writers.write_json(counts, {"pairs": compared, "left_out": left_out})
     _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
     return {"path": path, "pairs": compared, "left_out": left_out}
+
+
+def _same_signatures(large: list[np.ndarray], positions: np.ndarray, wholes: np.ndarray) -> list[tuple[int, int, int]]:
+    """Near-duplicate edges within buckets left out for their size, between records whose whole
+    signatures are equal (an estimate of 1: copies with other names and constants): a pass, not pairs."""
+    where, first = np.unique(positions, return_index=True)
+    found = []
+    for members in large:
+        same, groups = _runs(wholes[first[np.searchsorted(where, members)]], members)
+        found += [(int(a), int(b), NEAR) for a, b in same.tolist()]
+        found += [(int(g[0]), int(m), NEAR) for g in groups for m in g[1:]]
+    return found
 
 
 def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:

@@ -4,7 +4,8 @@ For every record of a finished part, in part order: its content id, a 64-bit has
 byte offset of its line in the part file, whether it is near a source of the exclusion set
 (``exclude``, decided exactly, record by record), the hashes of its LSH bands (from its MinHash
 signature: the part's signature file when the worker wrote one, else computed here) and the hashes
-of its provenance keys (seed kernel, source file; ``splits.provenance_keys``). Written to
+of its provenance keys (seed kernel, source file; ``splits.provenance_keys``), and a hash of its
+whole signature (records with equal signatures are near whatever bucket they share). Written to
 ``DIR/.jit-synth/merge/index-NNNNN.npz`` under a temporary name, so a file there is a finished
 task and ``--resume`` skips it. Signatures computed here go beside it (``sig-NNNNN.npy``), for the
 bucket stage to read.
@@ -104,6 +105,7 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
         "offsets": np.array(offsets, dtype=np.int64),
         "excluded": np.array(excluded, dtype=bool),
         "bands": band_hashes(stored, keys) if keys.bands else np.zeros((n, 0), dtype=np.uint64),
+        "whole": band_hashes(stored, Keys(1, dedup.NUM_PERM))[:, 0] if keys.bands else np.zeros(n, dtype=np.uint64),
         "provenance": np.array(provenance, dtype=np.uint64).reshape(-1, 2),
     }
     buffer = io.BytesIO()
