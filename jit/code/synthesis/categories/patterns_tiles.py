@@ -48,7 +48,7 @@ NAMES = {  # kind -> the names a kernel of that kind takes
     "rms_norm": ("rms_norm", "rmsnorm_forward", "rms_normalize"),
     "matvec": ("matvec", "gemv", "mat_vec_mul"),
     "dense": ("dense_forward", "linear_layer", "fully_connected"),
-    "axpy": ("axpy", "saxpy", "scaled_add"),
+    "axpy": ("axpy", "saxpy", "scaled_add", "axpby", "scaled_sum", "linear_combination"),  # the last: a x + b y
     "transpose": ("transpose", "transpose_tiled", "tile_transpose_matrix"),
     "symmetrize": ("symmetrize", "symmetric_part", "sym_part"),
     "scan": ("block_scan", "prefix_sum", "scan_blocks"),
@@ -400,7 +400,7 @@ def _axpy(w: Writer, rng: random.Random) -> TileKernel:
     combination = f"{alpha} x + {beta} y" if beta else f"{alpha} x + y"
     over = f"{size} x {size} tiles of matrices" if two_d else f"tiles of {size} values"
     purpose = f"Scaled addition {out} = {combination} over {over}" + (", in place" if in_place else "")
-    names = ("axpby", "scaled_sum", "linear_combination") if beta else NAMES["axpy"]
+    names = NAMES["axpy"][3:] if beta else NAMES["axpy"][:3]
     return w.finish(rng.choice(names), blocks, rng.choice(BLOCK_DIMS), purpose)
 
 
