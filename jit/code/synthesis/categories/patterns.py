@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 import random
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jit.code.synthesis import types as T
@@ -167,6 +167,26 @@ class PatternKernel(KernelBuilder):
                 lines.insert(at, f"{pad}# {comment}")
         doc = self.doc + "\n" if self.doc else ""
         return text[:end] + doc + "\n".join(lines)
+
+
+
+@dataclass
+class WrittenKernel:
+    """A kernel a family writes out as text (tile and property-check kernels): its source, and what
+    the generator's metadata reads of it."""
+
+    name: str
+    text: str
+    params: list[Param]
+    dims: list[int]
+    block_dim: int | None = None
+    budget: int = 0
+    funcs: list[str] = field(default_factory=list)
+    structs: list = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def source(self, eliminate: bool = True) -> str:
+        return self.text
 
 
 def docstring(purpose: str, detail: str = "") -> str:

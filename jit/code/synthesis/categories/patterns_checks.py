@@ -29,12 +29,11 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.patterns import (
     RoleParam,
+    WrittenKernel,
     assigned_names,
     docstring,
     fmt,
@@ -59,22 +58,7 @@ TOLERANCE = {"float32": 1.0e-5, "float64": 1.0e-12}  # a few roundings of values
 NEAR = re.compile(r"^(\s*wp\.expect_near\(.*), ((?:wp\.\w+\()?[-\d.e]+\)?)\)$")  # its last argument
 
 
-@dataclass
-class CheckKernel:
-    """A finished property-check kernel: its source as written, and what the metadata reads."""
-
-    name: str
-    text: str
-    params: list[Param]
-    dims: list[int]
-    block_dim: int | None = None
-    budget: int = 0
-    funcs: list[str] = field(default_factory=list)
-    structs: list = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def source(self, eliminate: bool = True) -> str:
-        return self.text
+CheckKernel = WrittenKernel
 
 
 class Writer:

@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories.patterns import docstring, sentence
+from jit.code.synthesis.categories.patterns import WrittenKernel, docstring, sentence
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.stmt import INDENT, Param
 
@@ -74,22 +72,7 @@ ELEMENTWISE = {  # kind -> (helper name, its parameters, its body, what it compu
 }
 
 
-@dataclass
-class TileKernel:
-    """A finished tile kernel: its source as written, and what the generator's metadata reads."""
-
-    name: str
-    text: str
-    params: list[Param]
-    dims: list[int]
-    block_dim: int
-    budget: int
-    funcs: list[str] = field(default_factory=list)
-    structs: list = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def source(self, eliminate: bool = True) -> str:
-        return self.text
+TileKernel = WrittenKernel
 
 
 class Writer:
@@ -419,7 +402,7 @@ def _transpose(w: Writer, rng: random.Random) -> TileKernel:
               f"wp.tile_store({b}, {w.literal(0.5)} * (upper + wp.tile_transpose(lower)), "
               f"offset=(i * {tile}, j * {tile}))")
         return w.finish(rng.choice(NAMES["symmetrize"]), [nb, nb], rng.choice(BLOCK_DIMS),
-                        f"Symmetric part (A + A^T) / 2 of the square matrix" + ("" if a == "matrix" else f" {a}")
+                        "Symmetric part (A + A^T) / 2 of the square matrix" + ("" if a == "matrix" else f" {a}")
                         + f", one {size} x {size} tile per block")
     bi, bj = rng.choice((1, 2, 3)), rng.choice((1, 2, 3))
     a = w.array(rng.choice(("a", "src", "matrix")), (bi * size, bj * size))
