@@ -219,6 +219,9 @@ class Pattern:
         self.notes: list[str] = []
         self.purpose = ""  # for families whose parts choose it before ``finish``
         self.pending: str | None = None  # a comment for the next body line
+        # choices one author makes once per kernel, by the families that need them
+        self.bilinear_spelling: tuple | None = None  # the random state a kernel's bilinear samplers are spelled from
+        self.per_spring_arrays: bool | None = None  # spring coefficients per spring (arrays) or shared
         self.kb.params = []
         self.lines: list[str] = []
         self.no_grad = False  # set by a part whose adjoint Warp does not give (atomic min/max)

@@ -281,7 +281,7 @@ def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear"
     A kernel's second sampler (of another dtype) is spelled as its first: one author, one way."""
     name = p.name(p.rng.choice(names))
     state = p.rng.getstate()
-    spelling = getattr(p, "bilinear_spelling", None)
+    spelling = p.bilinear_spelling
     if spelling is not None:
         p.rng.setstate(spelling)
     else:

@@ -171,7 +171,7 @@ VELOCITY_OF = {"positions": "velocities", "particle_q": "particle_qd", "x": "v"}
 def per_spring(p: Pattern, array: str, scalar: str, lo: float, hi: float) -> str:
     """A per-spring coefficient read from an array, or one value for all springs: a kernel's rest
     lengths, stiffnesses and dampings are all per spring or all shared."""
-    if getattr(p, "per_spring_arrays", None) is None:
+    if p.per_spring_arrays is None:
         p.per_spring_arrays = p.rng.random() < 0.5
     if p.per_spring_arrays:
         return f"{p.array(array, p.fl.scalar, lo=lo, hi=hi)}[tid]"
