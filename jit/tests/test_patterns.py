@@ -418,7 +418,7 @@ def test_mesh_collision_pushes_particles_out(normal):
     finally:
         handle.release()
     moved = next(a["name"] for a in args if a["dtype"] == "vec3f" and a["role"] != "in"
-                 and a["name"] in ("positions", "particle_x", "points", "positions_out", "x_new"))
+                 and a["name"] in ("positions", "particle_x", "points", "positions_out", "particle_x_new", "points_out"))
     np.testing.assert_allclose(got[moved][:, 0], 0.55, atol=1e-4, err_msg=spec.source)  # the face plus the radius
     np.testing.assert_allclose(got[moved][:, 1:], x[:, 1:], atol=1e-4, err_msg=spec.source)
 

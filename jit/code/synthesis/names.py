@@ -232,3 +232,11 @@ def _letters(n: int) -> str:
         n, r = divmod(n - 1, 26)
         out = chr(97 + r) + out
     return out
+
+
+def paired(name: str) -> tuple[str, ...]:
+    """Names for the output array of what input ``name`` holds, so the pair reads as one:
+    ``positions`` -> ``positions_out``, ``x`` -> ``x_new``, ``particle_v`` -> ``particle_v_new``."""
+    if len(name) <= 2 or name.endswith(("_x", "_v", "_q", "_w")):
+        return f"{name}_new", f"{name}_out"
+    return f"{name}_out", f"new_{name}"

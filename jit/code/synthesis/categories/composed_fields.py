@@ -7,6 +7,7 @@ A job is composed from pieces as ``composed_particles`` describes.
 from __future__ import annotations
 
 from jit.code.synthesis import types as T
+from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.pieces import PIECES, Draft
 from jit.code.synthesis.pieces import roles as R
@@ -309,7 +310,7 @@ def sph_fluid(rng, name, suffix, complexity):
         purpose = f"Accumulate {join(terms)} on each of the {st.dim}D particles {how}"
         if viscous and rng.random() < 0.4:  # and kick the velocities right away
             v_new = d.use("velocity_kick", v=vi, a=a)["v"]
-            out = d.array(("velocities_out", "v_new", "particle_v_out"), "vec", "out")
+            out = d.array(paired(vel), "vec", "out")
             w.add(f"{out}[tid] = {v_new}")
             purpose += f", then apply {says('velocity_kick')}"
         else:
@@ -328,7 +329,7 @@ def sph_fluid(rng, name, suffix, complexity):
         w.depth -= 1
         c = d.resolve(XSPH)
         norm = d.scalar(("density_normalization", "poly6_norm"), lo=1.0, hi=100.0)
-        out = d.array(("velocities_out", "v_smoothed", "v_new"), "vec", "out")
+        out = d.array((*paired(vel), "v_smoothed"), "vec", "out")
         w.add(f"{out}[tid] = {vi} + {dv} * ({c} * {norm})")
         purpose = f"Apply {says('xsph_pair')} to {st.dim}D particles {how}"
         base = rng.choice(("xsph_viscosity", "smooth_velocities"))

@@ -11,6 +11,7 @@ or scatters the results, varied the ways real projects vary (precision, 2D or 3D
 from __future__ import annotations
 
 from jit.code.synthesis import types as T
+from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.pieces import PIECES, Draft
 from jit.code.synthesis.pieces import roles as R
@@ -37,7 +38,8 @@ MAX_EFFECTS = 3  # besides the integrator: a kernel does one job
 
 def effects(rng, pool: dict[str, float], k: int) -> list[str]:
     """Up to ``k`` effects drawn by weight: at most one that dissipates (drag or damping), no ground
-    contact force together with a ground collider, at most two colliders."""
+    contact force together with a ground or a box collider (whose floor is a ground), at most two
+    colliders."""
     pool, chosen = dict(pool), []
     while pool and len(chosen) < k:
         name = rng.choices(list(pool), list(pool.values()))[0]
@@ -45,8 +47,8 @@ def effects(rng, pool: dict[str, float], k: int) -> list[str]:
         drop = {name}
         if name in DISSIPATION:
             drop |= DISSIPATION
-        if name in ("ground_penalty_force", "collider:ground"):
-            drop |= {"ground_penalty_force", "collider:ground"}
+        if name in ("ground_penalty_force", "collider:ground", "collider:box"):
+            drop |= {"ground_penalty_force", "collider:ground", "collider:box"}
         if sum(c.startswith("collider:") for c in chosen) == 2:
             drop |= {c for c in pool if c.startswith("collider:")}
         pool = {n: wt for n, wt in pool.items() if n not in drop}
@@ -506,11 +508,12 @@ def granular_contacts(rng, name, suffix, complexity):
     if rng.random() < 0.4:  # and take the step right away
         inv_mass = d.resolve(R.INV_MASS, per_item=True)
         w.pinned.clear()
-        v_cur = vi if extra else w.let(("vi", "v_i"), f"{d.array(R.VELOCITY.names, 'vec', lo=-1.0, hi=1.0)}[tid]")
+        v_arr = v if extra else d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0)
+        v_cur = vi if extra else w.let(("vi", "v_i"), f"{v_arr}[tid]")
         a = d.use("acceleration_from_inverse_mass", f=f, inv_mass=inv_mass)["a"]
         out = d.use("symplectic_euler", x=xi, v=v_cur, a=a)
-        x_out = d.array(("x_new", "positions_out"), "vec", "out")
-        v_out = d.array(("v_new", "velocities_out"), "vec", "out")
+        x_out = d.array(paired(x), "vec", "out")  # named as the inputs are
+        v_out = d.array(paired(v_arr), "vec", "out")
         w.add(f"{x_out}[tid] = {out['x']}", f"{v_out}[tid] = {out['v']}")
         purpose = f"Advance {st.dim}D granular particles by {says('symplectic_euler')} under gravity and {what} " \
                   f"{how}, " \

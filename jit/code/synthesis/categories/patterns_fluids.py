@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from jit.code.synthesis import types as T
+from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.stmt import INDENT
 from jit.code.synthesis.categories.patterns import Flavour, Pattern
@@ -195,7 +196,7 @@ def _xsph(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
         p.add(f"dv *= {mass}")
     if averaged:
         p.note("divides by the mean density of each pair")
-    out = p.array(rng.choice(("velocities_out", "v_smoothed")), T.VEC3F, "out")
+    out = p.array(rng.choice((paired(v)[0], "v_smoothed")), T.VEC3F, "out")
     report = p.chance(0.3)  # how much the smoothing changed each velocity
     correction = f"dv * ({eps} * {poly6_coefficient(p)})"
     if report:  # the applied correction and its size: the same value, named once
@@ -203,7 +204,7 @@ def _xsph(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
         correction = "correction"
     if p.chance(0.35):  # and move the particle with the smoothed velocity
         dt = p.scalar("dt", lo=0.001, hi=0.01)
-        x_out = p.array(rng.choice(("positions_out", "x_new")), T.VEC3F, "out")
+        x_out = p.array(paired(x)[0], T.VEC3F, "out")
         p.add(f"v_new = vi + {correction}", f"{out}[i] = v_new", f"{x_out}[i] = xi + v_new * {dt}")
         p.note("moves each particle with its smoothed velocity")
     else:
@@ -296,7 +297,7 @@ def _forces(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]
         acc += f" + wp.vec3(0.0, {p.scalar('gravity', lo=-9.8, hi=-1.0)}, 0.0)"
     if viscous and p.chance(0.35):  # integrate right away: symplectic Euler on the velocity
         dt = p.scalar("dt", lo=0.001, hi=0.01)
-        v_out = p.array(rng.choice(("velocities_out", "v_new")), T.VEC3F, "out")
+        v_out = p.array(paired(v)[0], T.VEC3F, "out")
         p.add(f"a = {acc}", f"{v_out}[i] = vi + a * {dt}")
         p.note("steps the velocity by the acceleration right away")
     else:

@@ -13,6 +13,7 @@ volumes and textures.
 from __future__ import annotations
 
 from jit.code.synthesis import types as T
+from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern
 from jit.code.synthesis.categories.patterns_fluids import GRID, neighbour_loop
@@ -362,8 +363,8 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
     if in_place:
         p.add(f"{x}[tid] = x", f"{vel}[tid] = v")
     else:
-        xo = p.array(rng.choice(("positions_out", "x_new")), T.VEC3F, "out")
-        vo = p.array(rng.choice(("velocities_out", "v_new")), T.VEC3F, "out")
+        xo = p.array(paired(x)[0], T.VEC3F, "out")  # named as the inputs are
+        vo = p.array(paired(vel)[0], T.VEC3F, "out")
         p.add(*p.pick([f"{xo}[tid] = x", f"{vo}[tid] = v"], [f"{vo}[tid] = v", f"{xo}[tid] = x"]))
     return p.finish(rng.choice(("collide_mesh", "particle_mesh_contact", "resolve_collisions")), p.kb.dims,
                     purpose=f"Push particles closer than {radius} to a mesh back out along the outward normal",

@@ -227,6 +227,7 @@ class Writer:
     reserved: set[str] = field(default_factory=set)  # helper names: no value may take one
     memo: dict[str, str] = field(default_factory=dict)  # values computed once for the whole body
     nonzero: set[str] = field(default_factory=set)  # values the body has already tested for zero
+    shared: set[str] = field(default_factory=set)  # helper arguments the caller passes one value for
     top: int = 0  # the depth of the body's own statements (1 in a helper, whose lines are indented)
 
     # names and lines
@@ -260,6 +261,10 @@ class Writer:
         self.memo[expr] = self.let(names, expr)
         self.pinned.add(self.memo[expr])
         return self.memo[expr]
+
+    def uniform(self, expr: str) -> bool:
+        """True if ``expr`` is one value for every item (a setting, not a per-item value)."""
+        return expr.startswith("__uniform_") or expr in self.shared
 
     def mutable(self, name: str) -> bool:
         """True if ``name`` is a local this body may rebind."""

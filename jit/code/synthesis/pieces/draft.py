@@ -215,6 +215,8 @@ class Draft:
         if fname not in self.w.funcs:
             sub = self.w.sub(set(p.needs) | {"wp"})
             sub.owned |= set(p.needs)  # a helper updates its arguments rather than copying them
+            sub.nonzero |= {k for k, v in args.items() if v in self.w.nonzero}
+            sub.shared |= {k for k, v in args.items() if self.w.uniform(v)}
             (give, result), = p(sub, **{k: k for k in p.needs}).items()
             if sum(not line.strip().startswith("#") for line in sub.lines) < 2:  # one line: not worth a function
                 return p(self.w, **args)

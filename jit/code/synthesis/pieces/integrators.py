@@ -45,7 +45,8 @@ def verlet_kick(w: Writer, v, a, dt):
 @piece("acceleration_from_inverse_mass", needs={"f": FORCE, "inv_mass": INV_MASS, "gravity": GRAVITY},
        gives={"a": ACCELERATION}, says="accelerations from forces and inverse masses under gravity", weight=2.0)
 def acceleration_from_inverse_mass(w: Writer, f, inv_mass, gravity):
-    if inv_mass in w.nonzero:  # pinned particles returned already
+    # pinned particles returned already, or one inverse mass for all: nothing to tell apart
+    if inv_mass in w.nonzero or w.uniform(inv_mass):
         return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity}")}
     w.comment("pinned particles (zero inverse mass) do not fall")
     return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity} * wp.nonzero({inv_mass})")}

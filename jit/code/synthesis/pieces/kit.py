@@ -249,12 +249,14 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
 
 
 def pick_weighted_colliders(rng: random.Random) -> list[str]:
-    """None, one or two distinct colliders, the ground the most often."""
+    """None, one or two distinct colliders, the ground the most often; never the ground and a box,
+    whose floor is a ground of its own."""
     pool, chosen = {"ground": 3, "sphere": 2, "box": 2, "sdf": 1}, []
     for _ in range(rng.choice((0, 1, 1, 1, 2))):
         name = rng.choices(list(pool), list(pool.values()))[0]
         chosen.append(name)
-        del pool[name]
+        for gone in ({"ground", "box"} if name in ("ground", "box") else {name}):
+            pool.pop(gone, None)
     return chosen
 
 
