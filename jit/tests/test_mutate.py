@@ -324,6 +324,55 @@ def test_guard_counts_real_elements_and_rounds_the_launch_up():
             assert unit.launch.arg(count).range == (launch.dim[0],) * 2
 
 
+OFFSET = """
+import warp as wp
+
+
+@wp.kernel
+def offset_vertices(
+    vertices: wp.array(dtype=wp.vec3),
+    normals: wp.array(dtype=wp.vec3),
+    faces_per_vertex: wp.array(dtype=int),
+    offset: float,
+    out: wp.array(dtype=wp.vec3),
+):
+    tid = wp.tid()
+    if faces_per_vertex[tid] > 0:
+        out[tid] = vertices[tid] + normals[tid] * offset
+"""
+
+SCATTER = """
+import warp as wp
+
+
+@wp.kernel
+def scatter(data: wp.array(dtype=float), rows: wp.array(dtype=int), cols: wp.array(dtype=int),
+            out: wp.array2d(dtype=float)):
+    tid = wp.tid()
+    wp.atomic_add(out, rows[tid], cols[tid], data[tid])
+"""
+
+
+def guard_params(source: str, name: str) -> list[tuple[str, list[str]]]:
+    """The counts the guard gave a kernel over its attempts, with the parameter order after it."""
+    found = []
+    for attempt in range(12):
+        unit = M.Unit(source, name, "g", infer(M.Unit(source, name)))
+        count = driver.run(unit, "guard", random.Random(attempt), ()).split(":")[1]
+        if "." not in count:
+            found.append((count, [a.arg for a in unit.kernel.args.args]))
+    return found
+
+
+def test_guard_names_the_count_by_the_items_and_puts_it_with_the_inputs():
+    offsets = guard_params(OFFSET, "offset_vertices")
+    assert offsets and {c for c, _ in offsets} == {"num_vertices"}  # not num_faces of faces_per_vertex
+    for count, order in offsets:
+        assert order.index(count) == order.index("out") - 1  # before the output, after the inputs
+    scatters = guard_params(SCATTER, "scatter")  # rows and cols say where each entry goes
+    assert scatters and {c for c, _ in scatters} <= {"count", "n", "num_elements"}
+
+
 def test_layout_packs_arrays_of_one_owner_into_a_struct_and_never_splits_vectors():
     unit = M.Unit(DRIFT, "drift", "l", infer(M.Unit(DRIFT, "drift")))
     assert driver.run(unit, "layout", random.Random(0), ()) == "layout:pack particle_x,particle_v,particle_radius"

@@ -730,10 +730,10 @@ def check_polar(i, o):
 
 
 case("polar_rotation", inputs(F=U(-1, 1, 3, 3)), check_polar, f64=True)  # svd3 in float32 is good to ~1e-3
-case("shape_matching_goal", lambda rng, n: {"R": quat_matrix(unit_quats(rng, n)), "q": rng.uniform(-0.5, 0.5, (n, 3)),
-                                            "c": rng.uniform(-1, 1, (n, 3)), "x": rng.uniform(-1, 1, (n, 3)),
-                                            "alpha": rng.uniform(0.1, 1, n)},
-     lambda i, o: close(o["x"], i["x"] + (i["c"] + mat_vec(i["R"], i["q"]) - i["x"]) * col(i["alpha"]), atol=1e-5))
+case("pull_to_goal", lambda rng, n: {"R": quat_matrix(unit_quats(rng, n)), "q": rng.uniform(-0.5, 0.5, (n, 3)),
+                                     "c": rng.uniform(-1, 1, (n, 3)), "x": rng.uniform(-1, 1, (n, 3)),
+                                     "stiffness": rng.uniform(0.1, 1, n)},
+     lambda i, o: close(o["x"], i["x"] + (i["c"] + mat_vec(i["R"], i["q"]) - i["x"]) * col(i["stiffness"]), atol=1e-5))
 
 # elasticity
 

@@ -309,7 +309,7 @@ def distance_constraints(rng, name, suffix, complexity):
     if rng.random() < 0.25:
         err = d.array(("constraint_error", "violation", "residual"), "scalar", "out")
         slack = solver == "tether_projection"  # a slack tether violates nothing
-        w.add(f"{err}[tid] = " + (f"wp.max({c}, {d.style.lit(0.0)})" if slack else f"wp.abs({c})"))
+        w.add(f"{err}[tid] = " + (w.once(("excess",), f"wp.max({c}, {w.lit(0.0)})") if slack else f"wp.abs({c})"))
         d.skip_writes.append(f"{err}[tid] = {d.style.lit(0.0)}")
         extra.append("store each constraint's violation")
     purpose = f"Solve {says(solver)} for {which} of a {d.style.dim}D particle system{measured}, " \
@@ -518,11 +518,13 @@ def granular_contacts(rng, name, suffix, complexity):
         purpose = f"Advance {st.dim}D granular particles by {says('symplectic_euler')} under gravity and {what} " \
                   f"{how}, " \
                   f"touching within {sized}"
+        base = rng.choice(("step_granular", "integrate_dem", "advance_grains"))
     else:
         forces = d.array(("forces", "particle_f", "f_out"), "vec", "out")
         w.add(f"{forces}[tid] = {f}")
         purpose = f"Sum {what} on each of the {st.dim}D particles {how}, touching within {sized}"
-    return d.finish(rng.choice(("dem_contacts", "granular_forces", "eval_particle_contacts")), [n], purpose)
+        base = rng.choice(("dem_contacts", "granular_forces", "eval_particle_contacts"))
+    return d.finish(base, [n], purpose)
 
 
 LIFETIME = Role("lifetime", "scalar", 0.5, 2.0, ("lifetime", "max_age", "life"))

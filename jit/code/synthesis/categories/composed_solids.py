@@ -182,10 +182,6 @@ def rotate_vectors(rng, name, suffix, complexity):
         angle = d.array(("angles", "rotation_angles"), "scalar", lo=-3.0, hi=3.0)
         r = d.use(how, axis=f"{axis}[tid]", angle=f"{angle}[tid]", d=f"{vecs}[tid]")["d"]
     purpose = f"Compute {says(how)}"
-    if rng.random() < 0.3:
-        w.comment("rotations keep lengths up to rounding; normals must stay exactly unit")
-        r = w.let(("unit", "n_out"), f"wp.normalize({r})")
-        purpose += ", renormalised to unit length"
     out = d.array(("rotated", "vectors_out", "result"), "vec3", "out")
     w.add(f"{out}[tid] = {r}")
     bases = ("rotate_to_local", "inverse_rotate") if how == "quat_rotate_inv" else ("rotate_vectors", "apply_rotation")
@@ -253,9 +249,13 @@ def small_solves(rng, name, suffix, complexity):
             center = d.scalar(("center", "com"), "vec3")
         xi = w.let(("xi", "p"), f"{x}[tid]")
         d.gather_here()
-        x_new = d.use("shape_matching_goal", R=rot, c=center, x=xi)["x"]
+        x_new = d.use("pull_to_goal", R=rot, c=center, x=xi)["x"]
         w.add(f"{x}[tid] = {x_new}")
-        purpose = f"Apply {says('shape_matching_goal')} of each particle's cluster (rotated rest offset)"
+        if n_clusters > 1:
+            purpose = f"Apply {says('pull_to_goal')} of each particle's cluster (rotated rest offset)"
+        else:
+            purpose = f"Apply {says('pull_to_goal')} of one cluster (its rotation and center given) " \
+                      "to every particle"
     names = {"implicit": ("solve_local_systems", "local_solve"), "covariance": ("accumulate_covariance", "covariance"),
              "polar": ("polar_rotations", "extract_rotations"), "shape_matching": ("shape_matching", "match_shapes")}
     return d.finish(rng.choice(names[job]), [its.launch], purpose)

@@ -295,15 +295,17 @@ def _forces(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]
     acc = f"f * {coeff}" if symmetric else f"f * ({coeff} / {rho}[i])"
     if p.chance(0.5):
         acc += f" + wp.vec3(0.0, {p.scalar('gravity', lo=-9.8, hi=-1.0)}, 0.0)"
+    form = "symmetric (momentum-conserving)" if symmetric else "averaged"
     if viscous and p.chance(0.35):  # integrate right away: symplectic Euler on the velocity
         dt = p.scalar("dt", lo=0.001, hi=0.01)
         v_out = p.array(paired(v)[0], T.VEC3F, "out")
         p.add(f"a = {acc}", f"{v_out}[i] = vi + a * {dt}")
         p.note("steps the velocity by the acceleration right away")
-    else:
-        out = p.array(rng.choice(("accelerations", "particle_a")), T.VEC3F, "out")
-        p.add(f"{out}[i] = {acc}")
-    form = "symmetric (momentum-conserving)" if symmetric else "averaged"
+        return (rng.choice(("sph_step_velocities", "apply_sph_forces", "sph_kick")),
+                f"Step each SPH particle's velocity by its acceleration from the {form} pressure gradient "
+                "with the spiky kernel, over the neighbours within h that a hash grid finds")
+    out = p.array(rng.choice(("accelerations", "particle_a")), T.VEC3F, "out")
+    p.add(f"{out}[i] = {acc}")
     return (rng.choice(("compute_forces", "sph_forces", "pressure_and_viscosity") if viscous else
                        ("compute_forces", "sph_forces", "pressure_forces")),
             f"Compute each SPH particle's acceleration from the {form} pressure gradient with the spiky kernel, "

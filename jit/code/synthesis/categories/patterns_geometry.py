@@ -453,26 +453,23 @@ def _bvh_overlaps(p: Pattern):
         else:
             p.add(f"query = wp.bvh_query_aabb({bvh}, {lower}[tid], {upper}[tid])")
     p.add("index = int(0)", "count = int(0)")
-    first = p.chance(0.3)
+    first = p.chance(0.3)  # one overlapping item, whichever the traversal meets first
     if first:
-        p.add("first = int(-1)")
+        p.add("hit = int(-1)")
     p.add("while wp.bvh_query_next(query, index):")
-    body = ["count += 1"] + (["if first < 0:", f"{INDENT}first = index"] if first else [])
-    if not by_ray and p.coin():
-        p.add("if index != tid:", *(INDENT + b for b in body), indent=1)
-    else:
-        p.add(*body, indent=1)
+    body = ["count += 1"] + (["if hit < 0:", f"{INDENT}hit = index"] if first else [])
+    p.add(*body, indent=1)
     out = p.array(rng.choice(("overlap_count", "counts", "hit_count")), T.INT32, "out")
     p.add(f"{out}[tid] = count")
     if first:
-        out_first = p.array(rng.choice(("first_hit", "first_overlap")), T.INT32, "out")
-        p.add(f"{out_first}[tid] = first")
+        out_first = p.array(rng.choice(("any_hit", "hit_index")), T.INT32, "out")
+        p.add(f"{out_first}[tid] = hit")
     if p.chance(0.3):
-        total = p.array(rng.choice(("total_pairs", "pair_count")), T.INT32, "out", shape=(1,))
+        total = p.array(rng.choice(("total_overlaps", "total_hits")), T.INT32, "out", shape=(1,))
         p.add(f"wp.atomic_add({total}, 0, count)")
         p.note("sums the counts over all queries")
     if first:
-        p.note("records the first item found")
+        p.note("records one overlapping item (in traversal order), -1 for none")
     query = "ray" if by_ray else "box"
     return p.finish(rng.choice(("count_overlaps", "broad_phase", "query_boxes")), p.kb.dims,
                     purpose=f"Count the BVH items each {query} overlaps, as a broad phase does",

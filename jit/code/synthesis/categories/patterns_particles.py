@@ -168,12 +168,13 @@ def endpoints(p: Pattern, n_particles: int) -> tuple[str, str]:
 VELOCITY_OF = {"positions": "velocities", "particle_q": "particle_qd", "x": "v"}  # one naming convention
 
 
-def per_spring(p: Pattern, array: str, scalar: str, lo: float, hi: float) -> str:
-    """A per-spring coefficient read from an array, or one value for all springs: a kernel's rest
-    lengths, stiffnesses and dampings are all per spring or all shared."""
+def per_spring(p: Pattern, array: str, scalar: str, lo: float, hi: float, always: bool = False) -> str:
+    """A per-spring coefficient read from an array, or one value for all springs: a kernel's
+    stiffnesses and dampings are all per spring or all shared. Rest lengths (``always``) are per
+    spring: springs of one network differ in length."""
     if p.per_spring_arrays is None:
         p.per_spring_arrays = p.rng.random() < 0.5
-    if p.per_spring_arrays:
+    if p.per_spring_arrays or always:
         return f"{p.array(array, p.fl.scalar, lo=lo, hi=hi)}[tid]"
     return p.scalar(scalar, lo=lo, hi=hi)
 
@@ -191,7 +192,8 @@ def spring_forces(rng, name, suffix, complexity):
     if rng.random() < 0.4:
         return _distance_constraint(p, x, i, j, pshape)
     p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]")
-    rest = per_spring(p, "rest_lengths" if rng.random() < 0.5 else "spring_rest_length", "rest_length", 0.1, 1.0)
+    rest = per_spring(p, "rest_lengths" if rng.random() < 0.5 else "spring_rest_length", "rest_length", 0.1, 1.0,
+                      always=True)
     ke = per_spring(p, "spring_stiffness", "ke", 10.0, 100.0)
     damped = p.chance(0.6)
     helper = p.chance(0.35)
@@ -254,7 +256,7 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
     """Position-based dynamics: project one distance constraint, accumulate the corrections."""
     rng, fl = p.rng, p.fl
     w = p.array(rng.choice(("inv_mass", "particle_inv_mass", "inv_masses")), fl.scalar, lo=0.0, hi=2.0, shape=pshape)
-    rest = per_spring(p, "rest_lengths", "rest_length", 0.1, 1.0)
+    rest = per_spring(p, "rest_lengths", "rest_length", 0.1, 1.0, always=True)
     p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]", f"wi = {w}[{i}]", f"wj = {w}[{j}]", "w_sum = wi + wj")
     zero = fl.lit(0.0)
     # the corrections are accumulated with atomics: a constraint that cannot move returns early,

@@ -13,12 +13,15 @@ from jit.code.synthesis.types import WType
 from jit.code.synthesis.categories.patterns import Pattern, flavour, launch_size
 
 
-VALUE_WORDS = {"kinetic": "kinetic energies", "square": "squared values", "error": "errors against a target",
-               "length": "vector lengths", "plain": "values", "distance": "distances from a reference point"}
+VALUE_WORDS = {"kinetic": "kinetic energies", "square": "squared values", "error": "squared errors against a target",
+               "abs_error": "absolute errors against a target", "length": "vector lengths", "plain": "values",
+               "distance": "distances from a reference point"}
+LOCALS = {"kinetic": "energy", "square": "sq", "error": "err_sq", "abs_error": "abs_err", "length": "length",
+          "plain": "value", "distance": "dist"}  # each item's value, named for what it holds
 
 
 def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
-    """Lines computing ``value`` for thread ``tid`` (or ``i, j``); (expression, what it is in words)."""
+    """Lines computing each thread's value (``tid`` or ``i, j``); (its local, what it is in words)."""
     rng, fl = p.rng, p.fl
     at = "i, j" if two_d else "tid"
     nd = 2 if two_d else 1
@@ -27,31 +30,35 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
         v = p.array(rng.choice(("velocities", "particle_v")), fl.vec)
         m = p.array(rng.choice(("masses", "particle_mass")), fl.scalar, lo=0.5, hi=2.0)
         p.add(f"v = {v}[tid]")
-        p.add(f"value = {fl.lit(0.5)} * {m}[tid] * " + p.pick("wp.dot(v, v)", "wp.length_sq(v)"))
+        p.add(f"energy = {fl.lit(0.5)} * {m}[tid] * " + p.pick("wp.dot(v, v)", "wp.length_sq(v)"))
     elif kind == "length":
         x = p.array(rng.choice(("positions", "points")), fl.vec)
         if p.coin(0.4):  # distance from a reference point
             origin = p.scalar(rng.choice(("origin", "center")), fl.vec)
-            p.add(f"value = {p.length(f'{x}[tid] - {origin}')}")
             kind = "distance"
+            p.add(f"dist = {p.length(f'{x}[tid] - {origin}')}")
         else:
-            p.add(f"value = {p.length(f'{x}[tid]')}")
+            p.add(f"length = {p.length(f'{x}[tid]')}")
     elif kind == "error":
         a = p.array(rng.choice(("predicted", "values", "field")), fl.scalar, ndim=nd)
         b = p.array(rng.choice(("target", "reference", "expected")), fl.scalar, ndim=nd)
-        p.add(f"diff = {a}[{at}] - {b}[{at}]", p.pick("value = diff * diff", "value = wp.abs(diff)"))
-        kind = "error"
+        if p.coin():
+            p.add(f"diff = {a}[{at}] - {b}[{at}]", "err_sq = diff * diff")
+        else:
+            kind = "abs_error"
+            p.add(f"abs_err = wp.abs({a}[{at}] - {b}[{at}])")
     elif kind == "square":
         a = p.array(rng.choice(("values", "field", "residual")), fl.scalar, ndim=nd)
-        p.add(*p.pick([f"r = {a}[{at}]", "value = r * r"], [f"value = {a}[{at}] * {a}[{at}]"]))
+        p.add(*p.pick([f"r = {a}[{at}]", "sq = r * r"], [f"sq = {a}[{at}] * {a}[{at}]"]))
     else:
         a = p.array(rng.choice(("values", "data", "samples")), fl.scalar, ndim=nd)
         p.add(f"value = {a}[{at}]")
+    local = LOCALS[kind]
     if not two_d and p.chance(0.2):  # a per-item weight
         w = p.array(rng.choice(("item_weights", "scale_factors")), fl.scalar, lo=0.0, hi=1.0)
-        p.add(f"value = value * {w}[tid]")
-        return "value", "weighted " + VALUE_WORDS[kind]
-    return "value", VALUE_WORDS[kind]
+        p.add(f"{local} = {local} * {w}[tid]")
+        return local, "weighted " + VALUE_WORDS[kind]
+    return local, VALUE_WORDS[kind]
 
 
 @register("atomic_reduction", 1.0, source="patterns")
@@ -196,8 +203,8 @@ def _histogram(p: Pattern) -> KernelBuilder:
     bins = rng.choice((4, 8, 16, 32))
     if p.coin(0.3):  # a histogram of speeds
         vel = p.array(rng.choice(("velocities", "particle_v")), fl.vec if fl.dim == 3 else x_type(p), lo=-1.0, hi=1.0)
-        p.add(f"value = {p.length(f'{vel}[tid]')}")
-        value = "value"
+        p.add(f"speed = {p.length(f'{vel}[tid]')}")
+        value = "speed"
     else:
         value = f"{p.array(rng.choice(('values', 'samples', 'speeds')), fl.scalar, lo=-1.0, hi=3.0)}[tid]"
     counts = p.array(rng.choice(("histogram", "bin_counts", "counts")), T.INT32, "out", shape=(bins,))
@@ -220,6 +227,6 @@ def _histogram(p: Pattern) -> KernelBuilder:
         sums = p.array(rng.choice(("bin_sums", "bin_totals")), fl.scalar, "out", shape=(bins,))
         p.add(f"wp.atomic_add({sums}, b, {value})")
         p.note("sums the values per bin for bin means")
-    what = "speeds" if value == "value" else "values"
+    what = "speeds" if value == "speed" else "values"
     return p.finish(rng.choice(("histogram", "bin_values", "count_bins")), p.kb.dims,
                     purpose=f"Count {what} into the bins of a histogram with atomic adds", differentiable=False)

@@ -70,11 +70,11 @@ def _integrate_bodies(p: Pattern):
                   f"w = w + wp.quat_rotate(r, {inv_i}[tid] * tau_body) * {dt}")
     exponential = p.coin()  # one damping model for both velocities
     if p.chance(0.4):
-        damp = p.scalar(rng.choice(("angular_damping", "damping")), lo=0.0, hi=0.5)
+        damp = p.scalar(rng.choice(("angular_damping", "angular_drag")), lo=0.0, hi=0.5)
         p.add(f"w = w * wp.exp(-{damp} * {dt})" if exponential else f"w = w * (1.0 - {damp} * {dt})")
         p.note("damps the angular velocity")
     if p.chance(0.25):
-        lin_damp = p.scalar(rng.choice(("linear_damping", "drag")), lo=0.0, hi=0.5)
+        lin_damp = p.scalar(rng.choice(("linear_damping", "linear_drag")), lo=0.0, hi=0.5)
         p.add(f"v = v * wp.exp(-{lin_damp} * {dt})" if exponential else f"v = v * (1.0 - {lin_damp} * {dt})")
         p.note("damps the linear velocity")
     p.add(f"x = x + v * {dt}")

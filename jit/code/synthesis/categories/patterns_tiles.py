@@ -67,7 +67,7 @@ ELEMENTWISE = {  # kind -> (helper name, its parameters, its body, what it compu
              ((-1.0, 1.0), (-1.0, 1.0), (0.0, 1.0))),
     "fma": ("madd", ("x", "scale", "shift"), "x * scale + shift", "{x} * {scale} + {shift}",
             ((-1.0, 1.0), (0.5, 2.0), (-1.0, 1.0))),
-    "clip": ("clip", ("x", "lower", "upper"), "wp.min(wp.max(x, lower), upper)",
+    "clip": ("clip", ("x", "lower", "upper"), "wp.clamp(x, lower, upper)",
              "{x} clamped to [{lower}, {upper}]", ((-2.0, 2.0), (-1.0, -0.1), (0.1, 1.0))),
 }
 
@@ -395,11 +395,13 @@ def _transpose(w: Writer, rng: random.Random) -> TileKernel:
         a = w.array(rng.choice(("a", "matrix", "A")), (nb * size, nb * size))
         b = w.array(rng.choice(("sym", "symmetric", "out")), (nb * size, nb * size), "out")
         shared = ', storage="shared"' if rng.random() < 0.5 else ""  # the tile read transposed
-        w.add(f"upper = wp.tile_load({a}, shape=({tile}, {tile}), offset=(i * {tile}, j * {tile}))",
-              f"lower = wp.tile_load({a}, shape=({tile}, {tile}), offset=(j * {tile}, i * {tile}){shared})",
-              f"wp.tile_store({b}, 0.5 * (upper + wp.tile_transpose(lower)), offset=(i * {tile}, j * {tile}))"
+        w.add(f"a_ij = wp.tile_load({a}, shape=({tile}, {tile}), offset=(i * {tile}, j * {tile}))")
+        if shared:
+            w.add("# block (j, i) is read transposed: from shared memory, not registers")
+        w.add(f"a_ji = wp.tile_load({a}, shape=({tile}, {tile}), offset=(j * {tile}, i * {tile}){shared})",
+              f"wp.tile_store({b}, 0.5 * (a_ij + wp.tile_transpose(a_ji)), offset=(i * {tile}, j * {tile}))"
               if w.real is T.FLOAT32 else
-              f"wp.tile_store({b}, {w.literal(0.5)} * (upper + wp.tile_transpose(lower)), "
+              f"wp.tile_store({b}, {w.literal(0.5)} * (a_ij + wp.tile_transpose(a_ji)), "
               f"offset=(i * {tile}, j * {tile}))")
         return w.finish(rng.choice(NAMES["symmetrize"]), [nb, nb], rng.choice(BLOCK_DIMS),
                         "Symmetric part (A + A^T) / 2 of the square matrix" + ("" if a == "matrix" else f" {a}")
@@ -477,7 +479,8 @@ def _elementwise(w: Writer, rng: random.Random) -> TileKernel:
     kind = rng.choice(sorted(ELEMENTWISE))
     helper, args, body, says, ranges = ELEMENTWISE[kind]
     fn = w.name(helper)
-    w.funcs.append(f"@wp.func\ndef {fn}({', '.join(f'{a}: {w.spell}' for a in args)}):\n{INDENT}return {body}")
+    why = "# tile_map takes a function of the elements: a helper passes three tiles to wp.clamp\n" if kind == "clip" else ""
+    w.funcs.append(f"{why}@wp.func\ndef {fn}({', '.join(f'{a}: {w.spell}' for a in args)}):\n{INDENT}return {body}")
     size = rng.choice((8, 16))
     bi, bj = rng.choice(GRIDS[size])
     tile = w.constant(rng.choice(("TILE", "TILE_DIM", "BLOCK")), size)

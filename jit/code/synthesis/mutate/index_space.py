@@ -52,15 +52,34 @@ def indexed_by(unit: Unit, index: str, size: int) -> list[str]:
 
 def count_names(unit: Unit, index: str, n: int) -> tuple[str, ...]:
     """Names for the count of what the threads run over, from the arrays they index: ``points``
-    -> ``num_points``, ``particle_x`` -> ``num_particles``; else a plain ``count``."""
+    -> ``num_points``, ``particle_x`` -> ``num_particles``; else a plain ``count``. Integer arrays
+    say something of each item (its ``rows``, ``cols``), not what the items are, and a name such
+    as ``faces_per_vertex`` counts faces of a vertex: neither names the items. Arrays that name
+    different owners leave the count generic."""
+    ints = {a.arg for a in unit.kernel.args.args if a.annotation is not None
+            and "int" in ast.unparse(a.annotation).replace("wp.array", "")}
     owners = []
     for name in indexed_by(unit, index, n):
         stem = name.strip("_")
+        if name in ints or "_per_" in stem:
+            continue
         if singular(stem) != stem and stem.isalpha() and singular(stem) in OWNERS:
             owners.append(f"num_{stem}")  # ``points``, ``vertices``
         elif singular(stem.split("_", 1)[0]) in OWNERS:
             owners.append(f"num_{plural(singular(stem.split('_', 1)[0]))}")
-    return tuple(dict.fromkeys(owners)) or GENERIC_COUNTS
+    owners = list(dict.fromkeys(owners))
+    return tuple(owners) if len(owners) == 1 else GENERIC_COUNTS
+
+
+def inputs_end(unit: Unit) -> str | None:
+    """The last parameter before the first array the kernel writes: a new input goes there, with
+    the other inputs, rather than after the outputs."""
+    names = [a.arg for a in unit.kernel.args.args]
+    roles = {a.name: a.role for a in unit.launch.args}
+    first_out = next((i for i, name in enumerate(names) if roles.get(name) in ("out", "inout")), None)
+    if first_out is None or first_out == 0:
+        return None
+    return names[first_out - 1]
 
 
 def plural(word: str) -> str:
@@ -90,7 +109,7 @@ def guard(unit: Unit, rng: random.Random) -> str | None:
         return None
     else:
         bound = unit.fresh(rng, count_names(unit, index, n))
-        unit.add_param(bound, "int", Arg(bound, (), (float(n), float(n)), "in", ("count", 0)))
+        unit.add_param(bound, "int", Arg(bound, (), (float(n), float(n)), "in", ("count", 0)), inputs_end(unit))
     node = ast.parse(f"if {index} >= {bound}:\n    return").body[0]
     unit.kernel.body.insert(at + 1, node)
     unit.touched.add(id(node))

@@ -193,7 +193,8 @@ def contact_friction_force(w: Writer, n, length, reach, v_rel, vn, kt):
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="a one-sided (tether) distance constraint projection")
 def tether_projection(w: Writer, n, c, w_i, w_j, relaxation):
     w.comment("a tether only resists stretching: no correction while shorter than its rest length")
-    return _pair_corrections(w, n, f"{relaxation} * wp.max({c}, {w.lit(0.0)})", w_i, w_j)
+    taut = w.once(("excess", "taut_stretch"), f"wp.max({c}, {w.lit(0.0)})")  # a store of the violation reuses it
+    return _pair_corrections(w, n, f"{relaxation} * {taut}", w_i, w_j)
 
 
 # ---------------------------------------------------------------------------------------------

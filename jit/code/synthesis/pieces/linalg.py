@@ -60,9 +60,9 @@ def polar_rotation(w: Writer, F):
     return {"R": w.let(("R", "rot"), f"{U} * wp.diag({vec}({one}, {one}, {flip})) * wp.transpose({V})")}
 
 
-@piece("shape_matching_goal", needs={"R": ROTATION, "q": REST_OFFSET, "c": CLUSTER_CENTER, "x": POINT3,
-                                     "alpha": GOAL_STIFFNESS},
+@piece("pull_to_goal", needs={"R": ROTATION, "q": REST_OFFSET, "c": CLUSTER_CENTER, "x": POINT3,
+                              "stiffness": GOAL_STIFFNESS},
        gives={"x": POINT3}, says="a pull towards the shape-matching goal position", dims=(3,))
-def shape_matching_goal(w: Writer, R, q, c, x, alpha):
+def pull_to_goal(w: Writer, R, q, c, x, stiffness):
     goal = w.let(("goal", "target"), f"{c} + {R} * {q}")
-    return {"x": w.let(("x_new", "x_matched"), f"{x} + ({goal} - {x}) * {alpha}")}
+    return {"x": w.let(("x_new", "x_matched"), f"{x} + ({goal} - {x}) * {stiffness}")}

@@ -19,6 +19,8 @@ SPEED_VALUE = Role("speed", "scalar")
 
 @piece("kinetic_energy", needs={"m": MASS, "v": VELOCITY}, gives={"e": ENERGY}, says="kinetic energy", weight=2.0)
 def kinetic_energy(w: Writer, m, v):
+    if w.uniform(m):  # one mass for all: no product of constants in every thread
+        return {"e": w.let(("ke", "e_kin", "kinetic"), f"{w.lit(0.5)} * wp.dot({v}, {v}) * {m}")}
     return {"e": w.let(("ke", "e_kin", "kinetic"), f"{w.lit(0.5)} * {m} * wp.dot({v}, {v})")}
 
 
