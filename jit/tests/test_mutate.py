@@ -373,6 +373,33 @@ def test_guard_names_the_count_by_the_items_and_puts_it_with_the_inputs():
     assert scatters and {c for c, _ in scatters} <= {"count", "n", "num_elements"}
 
 
+PACK = """
+import warp as wp
+
+
+@wp.kernel
+def pack(points: wp.array(dtype=wp.vec3), normals: wp.array(dtype=wp.vec3), out: wp.array2d(dtype=float)):
+    tid = wp.tid()
+    p = points[tid]
+    n = normals[tid]
+    out[tid, 0] = p[0]
+    out[tid, 1] = p[1]
+    out[tid, 2] = p[2]
+    out[tid, 3] = n[0]
+    out[tid, 4] = n[1]
+    out[tid, 5] = n[2]
+"""
+
+
+def test_roll_rolls_every_run_so_the_kernel_is_written_one_way():
+    unit = M.Unit(PACK, "pack", "r", infer(M.Unit(PACK, "pack")))
+    assert driver.run(unit, "roll", random.Random(0), ()) == "roll:3,3"
+    text = unit.render()
+    loops = [line.strip() for line in text.splitlines() if line.strip().startswith("for ")]
+    assert len(loops) == 2 and loops[0] == loops[1], text  # one loop variable for both
+    assert "out[tid, 3]" not in text and "out[tid, 0]" not in text, text
+
+
 def test_layout_packs_arrays_of_one_owner_into_a_struct_and_never_splits_vectors():
     unit = M.Unit(DRIFT, "drift", "l", infer(M.Unit(DRIFT, "drift")))
     assert driver.run(unit, "layout", random.Random(0), ()) == "layout:pack particle_x,particle_v,particle_radius"

@@ -86,10 +86,12 @@ class _Fix(ast.NodeTransformer):
 
 
 def unroll(unit: Unit, rng: random.Random) -> str | None:
+    """Unroll the kernel's one short constant loop; with several, unrolling one would leave the
+    kernel written two ways (one run spelled out beside a loop doing the same kind of thing)."""
     sites = unroll_sites(unit)
-    if not sites:
+    if len(sites) != 1:
         return None
-    body, at, trips = rng.choice(sites)
+    body, at, trips = sites[0]
     loop = body[at]
     copies = [loop.body] + [copy.deepcopy(loop.body) for _ in trips[1:]]  # the first keeps the comments
     new = []
@@ -168,11 +170,19 @@ def counting_positions(run: list[ast.stmt]) -> list[int] | None:
 
 
 def roll(unit: Unit, rng: random.Random) -> str | None:
+    """Roll every run of the kernel into a loop (one loop variable for all): rolling one and not
+    another would write the kernel two ways."""
     sites = roll_sites(unit)
     if not sites:
         return None
-    body, at, length, positions = rng.choice(sites)
     var = unit.fresh(rng, LOOP_NAMES)
+    # from the last run of each block to the first: rolling one keeps the starts of those before it
+    for body, at, length, positions in sorted(sites, key=lambda site: -site[1]):
+        roll_run(unit, var, body, at, length, positions)
+    return "roll:" + ",".join(str(site[2]) for site in sites)
+
+
+def roll_run(unit: Unit, var: str, body: list, at: int, length: int, positions: list[int]) -> None:
     stmt = body[at]
     consts = template(stmt)[1]
     for p in positions:
@@ -189,6 +199,5 @@ def roll(unit: Unit, rng: random.Random) -> str | None:
         note.trailing = None
     body[at : at + length] = [loop]
     unit.touched.add(id(loop))
-    return f"roll:{length}"
 
 
