@@ -239,7 +239,7 @@ def spring_network(rng, name, suffix, complexity):
             d.skip_writes.append(f"{broken}[tid] = 0")
             extra.append("flag the springs stretched past a breaking strain")
     if rng.random() < 0.5:
-        w.comment("equal and opposite: the pair's forces sum to zero")
+        w.comment("equal and opposite: the pair's forces sum to zero", "Newton's third law: +f on one end, -f on the other")
     scatter_pair(d, forces, i, j, f)
     system = f"a {d.style.dim}D mass-spring system"
     purpose = f"Accumulate {join(phrases)} on the particles at both ends of {which} of {system}"

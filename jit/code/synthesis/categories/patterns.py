@@ -311,8 +311,11 @@ class Pattern:
                     self.pending = None
                 self.lines += [INDENT * indent + line for line in text.splitlines()]
 
-    def why(self, comment: str, line: str | None = None) -> None:
-        """A comment to put above ``line`` (a body line, as written), or above the next line added."""
+    def why(self, comment: str | tuple[str, ...], line: str | None = None) -> None:
+        """A comment to put above ``line`` (a body line, as written), or above the next line added;
+        one of several that say the same thing in other words when given a tuple."""
+        if isinstance(comment, tuple):
+            comment = self.rng.choice(comment)
         if line is None:
             self.pending = comment
         else:

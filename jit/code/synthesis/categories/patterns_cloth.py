@@ -51,7 +51,7 @@ def cloth(rng, name, suffix, complexity):
 
 def _unit_normal(p: Pattern) -> None:
     """An early exit for degenerate triangles, then ``n`` made unit from the area already taken."""
-    p.why("a degenerate triangle has no normal and feels no force")
+    p.why(("a degenerate triangle has no normal and feels no force", "skip zero-area triangles: no normal to push along"))
     p.add("if area < 1.0e-8:", f"{INDENT}return", p.pick("n = n / (2.0 * area)", "n = n * (0.5 / area)"))
 
 

@@ -126,7 +126,8 @@ def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str
             p.add("rho = float(0.0)")
             skip_self = False
         body = [f"d = xi - {x}[index]", f"rho += {term}{kernel}({r2}, {h})"]
-        p.why("poly6 is zero beyond h: the query's candidates further away add nothing")
+        p.why(("poly6 is zero beyond h: the query's candidates further away add nothing",
+               "the poly6 helper is zero for r >= h: far candidates of the query drop out"))
     else:  # the kernel written inline, with its distance test
         h_sq = "h_sq" if p.coin() else f"{h} * {h}"
         p.add("rho = float(0.0)", f"h_sq = {h} * {h}" if h_sq == "h_sq" else None)
@@ -185,7 +186,8 @@ def _xsph(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
     term = "" if factored else f"{mass} * "
     if p.coin(0.6):
         kernel = poly6(p)
-        p.why("poly6 is zero beyond h: the query's candidates further away add nothing")
+        p.why(("poly6 is zero beyond h: the query's candidates further away add nothing",
+               "the poly6 helper is zero for r >= h: far candidates of the query drop out"))
         body = [f"w = {kernel}(wp.length_sq(xi - {x}[index]), {h})",
                 f"dv += ({v}[index] - vi) * ({term}w / {rho_j})"]
     else:  # the kernel inline, with its distance test

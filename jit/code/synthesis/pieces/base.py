@@ -290,9 +290,10 @@ class Writer:
         for text in lines:
             self.lines += [INDENT * self.depth + line for line in text.splitlines()]
 
-    def comment(self, text: str) -> None:
+    def comment(self, *texts: str) -> None:
+        """A comment, for chatty authors: one of ``texts``, which say the same thing in other words."""
         if self.chatty:
-            self.add(f"# {text}")
+            self.add(f"# {texts[0] if len(texts) == 1 else self.rng.choice(texts)}")
 
     @contextmanager
     def block(self, header: str) -> Iterator[None]:

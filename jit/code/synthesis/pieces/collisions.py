@@ -32,7 +32,8 @@ def ground_contact(w: Writer, x, ground):
 def sphere_contact(w: Writer, x, center, radius):
     d = w.let(("offset", "r", "d"), f"{x} - {center}")
     dist = w.let(("dist", "distance"), w.length(d))
-    w.comment("the outward normal (zero for a particle at the very center, which is not pushed)")
+    w.comment("the outward normal (zero for a particle at the very center, which is not pushed)",
+                  "outward direction; a particle exactly at the center gets none")
     n = w.let(("normal", "n"), f"{d} / wp.max({dist}, {w.lit(EPS)})")
     return {"n": n, "depth": w.let(("depth", "penetration"), f"{radius} - {dist}")}
 
@@ -63,7 +64,8 @@ def coulomb_response(w: Writer, v, n, e, mu):
     with w.block(f"if {vn} < {w.lit(0.0)}"):
         vt = w.let(("vt", "v_tangent"), f"{v} - {n} * {vn}")
         vt_len = w.let(("vt_len", "slip"), w.length(vt))
-        w.comment("friction removes at most mu times the normal velocity change from the slip")
+        w.comment("friction removes at most mu times the normal velocity change from the slip",
+                  "Coulomb: the slip shrinks by at most mu times the normal impulse")
         dvn = w.let(("dvn", "normal_change"), f"-({w.lit(1.0)} + {e}) * {vn}")
         scale = w.let(("scale", "keep"),
                       f"wp.max({w.lit(1.0)} - {mu} * {dvn} / wp.max({vt_len}, {w.lit(EPS)}), {w.lit(0.0)})")
@@ -75,7 +77,7 @@ def coulomb_response(w: Writer, v, n, e, mu):
        says="an inelastic stop")
 def inelastic_response(w: Writer, v, n):
     v = w.own(v, "v")
-    w.comment("remove the velocity into the surface, keep the rest")
+    w.comment("remove the velocity into the surface, keep the rest", "cancel the normal approach; tangential motion stays")
     return {"v": w.rebind(v, f"{v} - {n} * wp.min(wp.dot({v}, {n}), {w.lit(0.0)})")}
 
 
@@ -103,7 +105,7 @@ def {{name}}(x: {s}, v: {s}, lower: {s}, upper: {s}, restitution: {s}):
        gives={"f": FORCE}, says="a Hunt-Crossley ground contact force")
 def ground_penalty_force(w: Writer, x, v, ground, ke, kd):
     depth = w.let(("depth", "penetration"), f"wp.max({ground} - {x}[1], {w.lit(0.0)})")
-    w.comment("damping grows with the depth, and the ground never pulls")
+    w.comment("damping grows with the depth, and the ground never pulls", "Hunt-Crossley: depth-scaled damping, clamped so the ground only pushes")
     fn = w.let(("fn", "f_normal"), f"wp.max({depth} * ({ke} - {kd} * {v}[1]), {w.lit(0.0)})")
     return {"f": w.let(("f_ground", "f_contact"), w.style.axis(1, fn))}
 

@@ -44,7 +44,7 @@ def linear_drag(w: Writer, v, drag):
 
 @piece("quadratic_drag", needs={"v": VELOCITY, "drag": DRAG}, gives={"f": FORCE}, says="quadratic air drag")
 def quadratic_drag(w: Writer, v, drag):
-    w.comment("opposes the motion, growing with the square of the speed")
+    w.comment("opposes the motion, growing with the square of the speed", "quadratic drag: |v| v, against v")
     return {"f": w.let(("f_drag", "drag_force"), f"-{drag} * {w.length(v)} * {v}")}
 
 
@@ -63,7 +63,8 @@ def tether_force(w: Writer, x, anchor, k):
 @piece("buoyancy_force", needs={"volume": VOLUME, "rho_fluid": BUOYANCY, "gravity": GRAVITY}, gives={"f": FORCE},
        says="buoyancy of the displaced fluid")
 def buoyancy_force(w: Writer, volume, rho_fluid, gravity):
-    w.comment("Archimedes: the weight of the displaced fluid, pointing up")
+    w.comment("Archimedes: the weight of the displaced fluid, pointing up",
+              "buoyancy: density times displaced volume times g, against gravity")
     return {"f": w.let(("f_buoyancy", "f_lift"), f"-{rho_fluid} * {volume} * {gravity}")}
 
 
@@ -77,7 +78,9 @@ def edge_geometry(w: Writer, x_i, x_j):
     d = w.let(("delta", "d", "x_ij"), f"{x_j} - {x_i}")
     length = w.let(("length", "l", "dist"), w.length(d))
     if w.coin(0.7):
-        w.comment("coincident particles have no direction: leave it zero rather than divide by zero")
+        w.comment("coincident particles have no direction: leave it zero rather than divide by zero",
+                  "guard the normalisation: two particles at one point have no direction",
+                  "no division by a zero distance")
         direction = w.let(("n", "direction", "e_ij"), f"{d} / wp.max({length}, {w.lit(EPS)})")
     else:  # one division, shared by every component (wp.normalize would take the length again)
         inv = w.let(("inv_length", "l_inv"), f"{w.lit(1.0)} / wp.max({length}, {w.lit(EPS)})")
@@ -122,7 +125,7 @@ def edge_strain(w: Writer, stretch, rest):
        gives={"f": FORCE}, says="penalty forces that push overlapping particles apart")
 def contact_penalty_force(w: Writer, n, length, reach, k):
     overlap = w.let(("overlap", "penetration"), f"wp.max({reach} - {length}, {w.lit(0.0)})")
-    w.comment("on particle i, away from j")
+    w.comment("on particle i, away from j", "the force on i; j gets the opposite")
     return {"f": w.let(("f_contact", "f_repulse"), f"-{n} * ({k} * {overlap})")}
 
 
@@ -173,7 +176,8 @@ def tension_only_force(w: Writer, n, stretch, k):
                                        "vn": NORMAL_SPEED, "kd": CONTACT_DAMPING},
        gives={"f": FORCE}, says="damping of approaching contacts")
 def contact_damping_force(w: Writer, n, length, reach, vn, kd):
-    w.comment("only touching pairs that move closer (vn < 0) are damped, pushing i away from j")
+    w.comment("only touching pairs that move closer (vn < 0) are damped, pushing i away from j",
+              "damp approach only: a separating pair (vn > 0) feels nothing")
     active = f"{length} < {reach}"
     return {"f": w.let(("f_damp", "f_damping"), f"wp.where({active}, {n} * ({kd} * wp.min({vn}, {w.lit(0.0)})), "
                                                   f"{w.style.zero()})")}
@@ -183,7 +187,7 @@ def contact_damping_force(w: Writer, n, length, reach, vn, kd):
                                         "v_rel": RELATIVE_VELOCITY, "vn": NORMAL_SPEED, "kt": CONTACT_FRICTION},
        gives={"f": FORCE}, says="viscous friction between touching particles")
 def contact_friction_force(w: Writer, n, length, reach, v_rel, vn, kt):
-    w.comment("the relative velocity less its normal part")
+    w.comment("the relative velocity less its normal part", "tangential slip")
     v_t = w.let(("v_t", "slip"), f"{v_rel} - {n} * {vn}")
     return {"f": w.let(("f_friction", "f_t"), f"wp.where({length} < {reach}, {v_t} * {kt}, {w.style.zero()})")}
 

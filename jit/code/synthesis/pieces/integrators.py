@@ -15,7 +15,9 @@ from jit.code.synthesis.pieces.roles import (ACCELERATION, DAMPING, FORCE, GRAVI
 @piece("symplectic_euler", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
        gives={"x": POSITION, "v": VELOCITY}, says="a symplectic Euler step", weight=2.0)
 def symplectic_euler(w: Writer, x, v, a, dt):
-    w.comment("semi-implicit: the new velocity moves the position")
+    w.comment("semi-implicit: the new velocity moves the position",
+              "symplectic Euler: velocity first, then the position with the updated velocity",
+              "update v, then move x with the new v")
     v_new = w.update(v, f"{v} + {a} * {dt}", "v_new", "vel", "v_next")
     return {"v": v_new, "x": w.update(x, f"{x} + {v_new} * {dt}", "x_new", "pos", "x_next")}
 
@@ -31,7 +33,8 @@ def explicit_euler(w: Writer, x, v, a, dt):
 @piece("verlet_kick_drift", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
        gives={"x": POSITION, "v": VELOCITY}, says="the first half of a velocity Verlet step (kick and drift)")
 def verlet_kick_drift(w: Writer, x, v, a, dt):
-    w.comment("velocity Verlet: half a kick, then a full drift with the half-step velocity")
+    w.comment("velocity Verlet: half a kick, then a full drift with the half-step velocity",
+              "kick-drift: the half-step velocity moves the position")
     v_half = w.let(("v_half", "v_mid"), f"{v} + {a} * ({w.lit(0.5)} * {dt})")
     return {"v": v_half, "x": w.update(x, f"{x} + {v_half} * {dt}", "x_new", "pos", "x_next")}
 
@@ -48,7 +51,9 @@ def acceleration_from_inverse_mass(w: Writer, f, inv_mass, gravity):
     # pinned particles returned already, or one inverse mass for all: nothing to tell apart
     if inv_mass in w.nonzero or w.uniform(inv_mass):
         return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity}")}
-    w.comment("pinned particles (zero inverse mass) do not fall")
+    w.comment("pinned particles (zero inverse mass) do not fall",
+              "gravity only for particles with mass: inv_mass == 0 marks a pinned one",
+              "wp.nonzero keeps kinematic particles (zero inverse mass) in place")
     return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity} * wp.nonzero({inv_mass})")}
 
 

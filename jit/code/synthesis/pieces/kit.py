@@ -389,7 +389,8 @@ def neighbour_loop(d: Draft, n: int, x: str) -> tuple[str, str]:
         nbrs = d.array(("neighbors", "neighbor_list", "nbr"), T.INT32, lo=0, hi=n - 1, shape=(n, width))
         counts = d.array(("neighbor_count", "num_neighbors", "nbr_count"), T.INT32, lo=0, hi=width)
         slot = w.fresh("slot", "k", "s")
-        w.comment("a full list may report more neighbours than it has room for")
+        w.comment("a full list may report more neighbours than it has room for",
+                  "clamp to the list width: the count can exceed the capacity")
         w.add(f"for {slot} in range(wp.min({counts}[tid], {nbrs}.shape[1])):")
         w.depth += 1
         j = w.let("j", f"{nbrs}[tid, {slot}]")

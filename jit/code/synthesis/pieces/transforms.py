@@ -64,7 +64,8 @@ def axis_angle_rotation(w: Writer, axis, angle, d):
 @piece("integrate_quaternion", needs={"q": QUATERNION, "omega": ANGULAR_VELOCITY, "dt": TIME_STEP},
        gives={"q": QUATERNION}, says="orientations advanced by their angular velocity", dims=(3,), weight=2.0)
 def integrate_quaternion(w: Writer, q, omega, dt):
-    w.comment("dq/dt = 0.5 * (omega, 0) * q, then back to unit length")
+    w.comment("dq/dt = 0.5 * (omega, 0) * q, then back to unit length",
+              "integrate the orientation and renormalise the quaternion")
     spin = w.let(("spin", "dq"), f"{w.style.type('quat')}({omega}[0], {omega}[1], {omega}[2], {w.lit(0.0)}) * {q}")
     return {"q": w.let(("q_new", "rot_new"), f"wp.normalize({q} + {spin} * ({w.lit(0.5)} * {dt}))")}
 
