@@ -325,15 +325,25 @@ class Pattern:
         """A detail of the drawn variant for the docstring ("clamps the speed to ``max_speed``")."""
         self.notes.append(clause)
 
+    def detail(self) -> str:
+        """What the docstring says after the purpose: the main notes (a docstring is a summary, not a
+        listing), as authors write them: one sentence of clauses, a sentence each, or nothing more."""
+        notes = self.notes[:3]
+        if not notes:
+            return ""
+        form = self.rng.choices(("clauses", "sentences", "none"), (0.45, 0.35, 0.2))[0]
+        if form == "clauses":
+            return sentence("It " + ", ".join(notes[:-1]) + (" and " if len(notes) > 1 else "") + notes[-1])
+        if form == "sentences":
+            return " ".join(sentence(note[0].upper() + note[1:]) for note in notes)
+        return ""
+
     def finish(self, kernel_base: str, dims: list[int], tids: list[str] | None = None, *, purpose: str,
                differentiable: bool = True, needs: str | None = None) -> KernelBuilder:
         """The finished kernel; ``purpose`` (one sentence) opens its docstring and goes in the record."""
         kb = self.kb
         purpose = sentence(purpose)
-        notes = self.notes[:3]  # the main ones: a docstring is a summary, not a listing
-        detail = sentence("It " + ", ".join(notes[:-1]) + (" and " if len(notes) > 1 else "") + notes[-1]) \
-            if notes else ""
-        kb.doc = docstring(purpose, detail)
+        kb.doc = docstring(purpose, self.detail())
         kb.meta["record"] = {"purpose": purpose}
         kb.name = self.name(kernel_base)
         kb.dims, kb.ndim = list(dims), len(dims)
