@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 import pytest
+import warp as wp
 
 from jit.code.checks.execute import set_cpu_options
 from jit.code.checks.launch import plan_from_metadata, random_values, run_outputs
@@ -26,10 +27,14 @@ PER_KIND = 3  # draws of each kind (its types and optional checks), plus one of 
 FAILED = "Error, expect_"
 
 
+def doc_of(source: str) -> str:
+    """A kernel's docstring on one line."""
+    return " ".join(re.search(r'"""(.*?)"""', source, re.S).group(1).split())
+
+
 def variant(source: str) -> str:
     """A kernel's docstring without its types and numbers: what differs between a kind's variants."""
-    doc = re.search(r'"""(.*)"""', source).group(1)
-    return re.sub(r"\d+|float\w*|u?int\w*|vec\w+|mat\w+|quat\w", "", doc)
+    return re.sub(r"\d+|float\w*|u?int\w*|vec\w+|mat\w+|quat\w", "", doc_of(source))
 
 
 def kernels(per_kind: int = PER_KIND, draws: int = 12) -> list[tuple[str, str, dict]]:
@@ -91,8 +96,9 @@ def constant(source: str, base: str) -> str:
 
 
 def stored_call(source: str) -> str:
-    """The builtin whose result the kernel stores last: ``out[i] = wp.log2(x)`` -> ``log2``."""
-    return re.findall(r"\] = wp\.(\w+)\(", source)[-1]
+    """The builtin whose result the kernel stores: ``log2_x = wp.log2(x)`` ... ``out[i] = log2_x`` -> ``log2``."""
+    local = re.findall(r"\] = (\w+)$", source, re.MULTILINE)[-1]
+    return re.search(rf"^\s*{local} = wp\.(\w+)\(", source, re.MULTILINE).group(1)
 
 
 def factor(ins: list, source: str, name: str) -> np.ndarray:
@@ -105,8 +111,9 @@ def factor(ins: list, source: str, name: str) -> np.ndarray:
     return 2.0 * np.trace(A, axis1=1, axis2=2)  # the eigenvalues of A + A^T sum to its trace
 
 
-def pseudo_huber(v: np.ndarray) -> np.ndarray:
-    return np.sqrt(1.0 + np.sum(v * v, -1))
+def pseudo_huber(v: np.ndarray, source: str) -> np.ndarray:
+    delta = literal(re.search(r"pseudo = wp\.norm_pseudo_huber\(.*, ([^,]*)\)$", source, re.MULTILINE).group(1))
+    return np.sqrt(delta * delta + np.sum(v * v, -1))
 
 
 MATH = {  # kind -> what NumPy stores, from the inputs, the source and the output's name
@@ -116,7 +123,7 @@ MATH = {  # kind -> what NumPy stores, from the inputs, the source and the outpu
     "error_functions": lambda ins, source, name: np.vectorize(math.erf)(ins[0].astype(np.float64)),
     "float_classes": lambda ins, source, name: np.fmod(ins[0].astype(np.float64), 1.0),
     "norms": lambda ins, source, name: np.sum(np.abs(ins[0].astype(np.float64)), -1)
-    if stored_call(source) == "norm_l1" else pseudo_huber(ins[0].astype(np.float64)),
+    if stored_call(source) == "norm_l1" else pseudo_huber(ins[0].astype(np.float64), source),
     "mat_factor": factor,
     "spatial_velocity": lambda ins, source, name: np.cross(ins[0].astype(np.float64), ins[2]) + ins[1],
 }
@@ -282,23 +289,29 @@ def test_every_kind_holds_and_matches_numpy(module, capfd):
                                        rtol=tol, atol=tol, err_msg=f"{kind}: {name}\n{source}")
 
 
-@pytest.mark.parametrize("kind, broken", [
-    ("mat_inverse", ("wp.inverse(", "wp.transpose(")),  # the transpose inverts only orthogonal matrices
+@pytest.mark.parametrize("kind, broken", [  # (pattern, replacement): a regular expression substitution
+    ("mat_inverse", (r"wp\.inverse\(", "wp.transpose(")),  # the transpose inverts only orthogonal matrices
     ("int_division", (" // ", " / ")),  # / truncates where // floors: negative numerators differ
     ("uint_wrap", ("~", "")),  # without the inverse, negation or the headroom test are off
     ("key_packing", (" << ", " >> ")),  # the cell shifted out of the key instead of into its high half
-    ("mat_homogeneous", ("h[:3]", "h[1:]")),  # the point read one component off
-    ("hyperbolic_trig", ("wp.cosh(", "wp.sinh(")),  # cosh^2 - sinh^2 is 1, not 0
-    ("logs_roots", ("r = wp.cbrt(", "r = wp.sqrt(")),  # a square root cubed is not the value
-    ("error_functions", ("e = wp.erf(", "e = wp.erfc(")),  # erfc is neither odd nor 1 - erfc
-    ("float_classes", ("wp.isfinite(", "wp.isinf(")),  # finite inputs are not infinite
-    ("norms", ("r = wp.length(", "r = wp.length_sq(")),  # the squared length is not the L2 norm
-    ("spatial_velocity", ("wp.spatial_vector(", "wp.spatial_vector(-")),  # the spin reversed in the twist
+    ("mat_homogeneous", (r"h\[:3\]", "h[1:]")),  # the point read one component off
+    ("hyperbolic_trig", (r"wp\.cosh\(", "wp.sinh(")),  # tanh is not sinh / sinh, cosh^2 - sinh^2 is not 0
+    ("logs_roots", (r"(\w+) = wp\.(log2|log10|cbrt)\(", r"\1 = 1.5 * wp.\2(")),  # the stored value scaled
+    ("error_functions", (r"e = wp\.erf\(", "e = wp.erfc(")),  # erfc is neither odd nor 1 - erfc
+    ("float_classes", (r"wp\.isfinite\(", "wp.isinf(")),  # finite inputs are not infinite
+    ("norms", (r"(l1|pseudo) = wp\.", r"\1 = 1.5 * wp.")),  # the stored norm scaled
+    ("spatial_velocity", (r"wp\.spatial_vector\(", "wp.spatial_vector(-")),  # the spin reversed in the twist
+    ("rounding", (r"whole = wp\.floor\(", "whole = wp.ceil(")),  # the ceil of a non-integer is not its floor
+    ("bool_logic", (r"wp\.where\(", "wp.where(not ")),  # the branches of every wp.where swapped
+    ("vec_cross", (r"wp\.cross\(", "wp.cw_mul(")),  # a componentwise product is no cross product
+    ("mat_product", (r"AB = (\w+) @", r"AB = 2.0 * \1 @")),  # the product scaled
+    ("transform_roundtrip", (r"p = wp\.transform_point\(", "p = wp.transform_vector(")),  # the translation lost
+    ("quat_rotate", (r"r = wp\.quat_rotate\(", "r = wp.quat_rotate_inv(")),  # the rotation undone
 ])
 def test_broken_variants_print_failures(kind, broken, capfd):
     items = [(k, source, meta) for k, source, meta in kernels(2, 2) if k == kind]
-    assert all(broken[0] in source for _, source, _ in items)
-    items = [(k, source.replace(*broken), meta) for k, source, meta in items]
+    assert items and all(re.search(broken[0], source) for _, source, _ in items)
+    items = [(k, re.sub(*broken, source), meta) for k, source, meta in items]
     handle = wb.define([source for _, source, _ in items], f"jit_synth_test_property_checks_{kind}")
     try:
         set_cpu_options(handle.module, backward=False)
@@ -308,12 +321,79 @@ def test_broken_variants_print_failures(kind, broken, capfd):
         handle.release()
 
 
+def at_ends(plan, values: dict) -> dict:
+    """The inputs with their first elements set to the ends of their declared ranges (and 0 inside them),
+    every component alike or alternating: the identities must hold there too. Unit quaternions, transforms,
+    structs and bools keep their drawn values."""
+    for a in plan.args:
+        v = values[a.name]
+        if a.role != "in" or v.dtype.names is not None or v.dtype == np.bool_ or v.ndim == 0:
+            continue
+        if wp.types.type_is_quaternion(a.dtype) or wp.types.type_is_transformation(a.dtype):
+            continue
+        lo, hi = a.range
+        flat = v.reshape(v.shape[0], -1).copy()
+        comps = np.arange(flat.shape[1])
+        rows = [np.full(flat.shape[1], lo), np.full(flat.shape[1], hi),
+                np.where(comps % 2 == 0, lo, hi), np.where(comps % 2 == 0, hi, lo)]
+        if lo < 0 < hi:
+            rows.append(np.zeros(flat.shape[1]))
+        for r, row in enumerate(rows[: flat.shape[0]]):
+            flat[r] = row
+        values[a.name] = flat.reshape(v.shape).astype(v.dtype)
+    return values
+
+
+def test_every_kind_holds_at_the_ends_of_its_ranges(module, capfd):
+    handle, items = module
+    printed(capfd)
+    for kind, source, meta in items:
+        kernel = handle.namespace[re.search(r"^def (\w+)\(", source, re.MULTILINE).group(1)]
+        plan = plan_from_metadata(kernel, meta)
+        run_outputs(kernel, plan, at_ends(plan, random_values(plan, np.random.default_rng(7))))
+        text = printed(capfd)
+        assert FAILED not in text, f"{text[:1000]}\n{source}"
+
+
+PAIRS = (("a", "b"), ("lhs", "rhs"), ("left", "right"), ("x", "y"), ("u", "v"), ("first", "second"))
+
+
+def test_inputs_are_read_once_and_paired_names_match():
+    for kind in sorted(PC.KINDS):
+        for n in range(40):
+            kb = PC.build(kind, random.Random(f"names:{kind}:{n}"), "00000000")
+            code = "\n".join(line for line in kb.source().splitlines() if not line.strip().startswith("#"))
+            inputs = {p.name for p in kb.params if p.role == "in"}
+            for name in inputs:  # every input element is read once, into a local or in place
+                assert len(re.findall(rf"(?<![\w.]){name}\[", code)) == 1, f"{name} read twice\n{code}"
+            families = {pair for pair in PAIRS for name in pair if name in inputs}
+            assert len(families) <= 1, f"operands named from {families}\n{code}"
+
+
+def test_stored_values_are_checked_or_said_to_be_written():
+    for kind in sorted(PC.KINDS):
+        for n in range(40):
+            kb = PC.build(kind, random.Random(f"stores:{kind}:{n}"), "00000000")
+            source = kb.source()
+            lines = [line for line in source.splitlines() if not line.strip().startswith("#")]
+            checked = {name for line in lines if "wp.expect_" in line for name in re.findall(r"\w+", line)}
+            for _ in range(3):  # and what the checked locals are computed from
+                checked |= {name for line in lines if (m := re.match(r"\s*(\w+) = (.*)$", line)) and m[1] in checked
+                            for name in re.findall(r"\w+", m[2])}
+            for p in kb.params:
+                if p.role != "out":
+                    continue
+                value = next(line.split(" = ", 1)[1] for line in lines if re.match(rf"\s*{p.name}\[", line))
+                ok = re.fullmatch(r"\w+", value) and value in checked
+                assert ok or "write" in doc_of(source), f"{p.name} = {value} is neither checked nor said\n{source}"
+
+
 def test_generated_records_carry_kind_and_purpose():
     kinds = set()
     for i in range(60):
         spec = generate(5, i, ["property_checks"])
         kinds.add(spec.metadata["check_kind"])
-        doc = re.search(r'"""(.*)"""', spec.source).group(1)
+        doc = doc_of(spec.source)
         assert doc.startswith("Check") and doc.endswith(".") and spec.metadata["purpose"].startswith(doc)
         assert "wp.expect_" in spec.source and spec.metadata["launch"]["runnable"]
     assert len(kinds) > 15

@@ -21,8 +21,12 @@ computations that must agree on every input its ranges allow:
 
 A tolerance is chosen for the dtype and the input range, and the kernel says why next to it.
 Inputs are ranged so that the identity holds exactly where it is exact (no overflow, integers
-below 2**24 in float32) and within tolerance where it is not. What it leaves out: checks on
-literals only (they would recompute a constant in every thread), bfloat16, and gradients.
+below 2**24 in float32) and within tolerance where it is not; the docstring states the ranges a
+check depends on, the same ranges the launch draws from. Every input element is read once (into
+a local, or in place where it is used once), paired operands are named as a pair (``lhs``/``rhs``,
+``first``/``second``), and a value written to an output is either checked or named in the
+docstring ("... and write tanh"). What it leaves out: checks on literals only (they would
+recompute a constant in every thread), bfloat16, and gradients.
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ class Writer:
         self.constants: list[str] = []
         self.structs: list[tuple[WType, str]] = []
         self.lines: list[str] = []
+        self.loads: list[tuple[str, str]] = []  # (local, array) bound by ``load``
 
     def name(self, base: str) -> str:
         return f"{base}_{self.suffix}"
@@ -102,10 +107,12 @@ class Writer:
         return f"{array}[{self.tid}]"
 
     def load(self, local: str, array: str) -> str:
-        """``local = array[i]``, or ``array[i]`` read in place (always when the array has the local's name)."""
-        if local == array or self.rng.random() < 0.15:
-            return self.at(array)
+        """``local = array[i]``: every input element is read once, into a local. ``finish`` may read
+        it in place instead where the local is used exactly once."""
+        if local == array:  # the local would shadow the parameter
+            raise ValueError(f"{self.suffix}: local {local!r} named like its array")
         self.add(f"{local} = {self.at(array)}")
+        self.loads.append((local, array))
         return local
 
     def constant(self, base: str, value: str) -> str:
@@ -143,20 +150,44 @@ class Writer:
             self.add(*lines)
         return clause([what for what, _ in chosen])
 
-    def expect_only(self, p: float = 0.12) -> None:
-        """Sometimes keep the checks only: drop the final store of a local the checks read anyway."""
+    def expect_only(self, p: float = 0.12) -> bool:
+        """Sometimes keep the checks only: drop the final store of a local the checks read anyway.
+        Returns whether it did."""
         store = re.fullmatch(rf"(\w+)\[{self.tid}\] = (\w+)", self.lines[-1])
         if not store or self.rng.random() >= p:
-            return
+            return False
         array, local = store.groups()
         if sum(len(re.findall(rf"\b{local}\b", line)) for line in self.lines[:-1]) >= 2:  # bound, then read
             self.lines.pop()
             self.params = [q for q in self.params if q.name != array]
+            return True
+        return False
+
+    def inline_loads(self, p: float = 0.5) -> None:
+        """Sometimes read an input in place, ``x[i]``, where its local is used once (never in a loop body)."""
+        for local, array in self.loads:
+            bind = self.lines.index(f"{local} = {self.at(array)}")
+            word = re.compile(rf"(?<![\w.]){local}\b")
+            uses = [(n, len(word.findall(line))) for n, line in enumerate(self.lines)
+                    if n != bind and not line.lstrip().startswith("#") and word.search(line)]
+            if not uses:
+                raise ValueError(f"{self.suffix}: input {array!r} loaded but never used")
+            if len(uses) == 1 and uses[0][1] == 1 and not self.lines[uses[0][0]].startswith(INDENT) \
+                    and self.rng.random() < p:
+                n = uses[0][0]
+                self.lines[n] = word.sub(self.at(array), self.lines[n])
+                del self.lines[bind]
 
     def finish(self, base: str, headline: str, detail: str) -> CheckKernel:
-        """The kernel: a one-line docstring (``headline``); the record's purpose adds ``detail``."""
+        """The kernel: a docstring (``headline``, which may end saying what it writes: "... and write
+        tanh"); the record's purpose adds ``detail``."""
         name = self.name(base)
-        self.expect_only()
+        self.inline_loads()
+        seen: set[str] = set()  # a comment said once (two drawn checks may explain themselves alike)
+        self.lines = [line for line in self.lines
+                      if not line.lstrip().startswith("#") or not (line in seen or seen.add(line))]
+        if self.expect_only():  # nothing is written
+            headline = re.sub(r",? and write .*$", "", headline)
         lines = self.lines
         uses = sum(len(re.findall(rf"\b{self.tid}\b", line)) for line in lines)
         inline = uses == 1 and self.rng.random() < 0.7  # x[wp.tid()] when the index is read once
@@ -164,8 +195,6 @@ class Writer:
             lines = [re.sub(rf"\[{self.tid}\]", "[wp.tid()]", line) for line in lines]
         if self.rng.random() < 0.35:  # the tolerance by keyword, as many of Warp's tests pass it
             lines = [NEAR.sub(r"\1, tolerance=\2)", line) if arguments(line) == 3 else line for line in lines]
-        # a comment about the input ranges speaks of what the kernel cannot see: the launch says it
-        lines = [line for line in lines if not re.match(r"\s*# .*\bin [\[(]", line)]
         body = "\n".join(lines) + "\n".join(text for _, text in self.structs)
         self.constants = [c for c in self.constants if re.search(rf"\b{c.split(' = ')[0]}\b", body)]  # drawn checks only
         params = [p for p in self.params if p.role == "in"] + [p for p in self.params if p.role != "in"]
@@ -175,7 +204,9 @@ class Writer:
         sig = ", ".join(f"{p.name}: wp.array(dtype={p.spelled})" for p in params)
         head = [] if inline else [f"{INDENT}{self.tid} = wp.tid()"]
         purpose = sentence(headline) + " " + sentence(detail)
-        kernel = ["@wp.kernel", f"def {name}({sig}):", docstring(sentence(headline)), *head,
+        # an interval, "[-1, 1]", is not broken across the docstring's lines
+        doc = docstring(re.sub(r"\[([^\]\s]+), ", "[\\1,\0", sentence(headline))).replace("\0", " ")
+        kernel = ["@wp.kernel", f"def {name}({sig}):", doc, *head,
                   *(INDENT + line if line else "" for line in lines)]
         parts = ["import warp as wp", "\n".join(self.constants), *(text for _, text in self.structs), "\n".join(kernel)]
         text = "\n\n\n".join(p for p in parts if p) + "\n"
@@ -212,6 +243,13 @@ def clause(parts: list[str]) -> str:
     if not parts:
         return ""
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def interval(lo: float, hi: float) -> str:
+    """``[-1, 1]``, ``[0.125, 8]``: an input range as a docstring states it."""
+    def number(v: float) -> str:
+        return str(int(v)) if float(v).is_integer() else f"{v:g}"
+    return f"[{number(lo)}, {number(hi)}]"
 
 
 def tolerance(t: WType, scale: float = 1.0) -> str:
@@ -274,13 +312,13 @@ def _uint_wrap(w: Writer, rng: random.Random) -> CheckKernel:
 def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
     t = INTS[w.pick("int8", "int16", "int32", "int64")]
     hi = 120 if t.name == "int8" else w.pick(100, 1000)
-    a = w.load("a", w.array(w.pick("numerators", "a", "values"), t, -hi, hi))
+    a = w.load("a", w.array(w.pick("numerators", "dividends", "values"), t, -hi, hi))
     if rng.random() < 0.6:
-        d = w.load("d", w.array(w.pick("divisors", "d", "strides"), t, 1, 12))
-        by = "a positive divisor"
+        d = w.load("d", w.array(w.pick("divisors", "strides"), t, 1, 12))
+        by, over = "a positive divisor", "divisors in [1, 12]"
     else:
         by = str(rng.randint(2, 9))
-        d = w.typed(t, int(by))
+        d, over = w.typed(t, int(by)), f"the divisor {by}"
     w.add("# / truncates toward zero and % takes the sign of the dividend",
           f"q = {a} / {d}", f"r = {a} % {d}",
           f"wp.expect_eq(q * {d} + r, {a})",
@@ -292,12 +330,11 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
              ("negating the numerator negates / and %",
               [f"wp.expect_eq((-{a}) / {d}, -q)", f"wp.expect_eq((-{a}) % {d}, -r)"])]
     also = w.checks(extra, 1, 2)
-    w.add(
-          f"{w.at(w.out(w.pick('quotients', 'floored_out'), t))} = floored")
+    w.add(f"{w.at(w.out(w.pick('quotients', 'floored_out'), t))} = floored")
     if rng.random() < 0.6:
         w.add(f"{w.at(w.out(w.pick('remainders', 'rem'), t))} = r")
     return w.finish(w.pick("test_int_division", "check_floordiv_mod", "test_divmod_signed"),
-                    f"Check {t.name} division and remainder rules for every signed input",
+                    f"Check {t.name} division and remainder rules for numerators in [-{hi}, {hi}] and {over}",
                     f"Dividing by {by}, / and % recover the numerator and // floors"
                     + (f"; it also checks that {also}" if also else ""))
 
@@ -307,8 +344,9 @@ def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*UINTS.values(), INTS["int32"], INTS["int64"])
     signed = t.kind == "int"
     hi = 2 ** min(BITS[t.name] - 1 if signed else BITS[t.name], 62) - 1
-    a = w.load("a", w.array(w.pick("a", "lhs", "mask_a"), t, -hi - 1 if signed else 0, hi))
-    b = w.load("b", w.array(w.pick("b", "rhs", "mask_b"), t, -hi - 1 if signed else 0, hi))
+    first, second = w.pick(("lhs", "rhs"), ("mask_a", "mask_b"), ("bits_a", "bits_b"))
+    a = w.load("a", w.array(first, t, -hi - 1 if signed else 0, hi))
+    b = w.load("b", w.array(second, t, -hi - 1 if signed else 0, hi))
     options = [("De Morgan's law", [f"wp.expect_eq(~({a} & {b}), ~{a} | ~{b})"]),
                ("xor as or without and", [f"wp.expect_eq({a} ^ {b}, ({a} | {b}) & ~({a} & {b}))"]),
                ("that xor with the same mask twice restores the value", [f"wp.expect_eq(({a} ^ {b}) ^ {b}, {a})"])]
@@ -320,7 +358,8 @@ def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
     op = w.pick("^", "&", "|")
     w.add(f"{w.at(w.out({'^': 'toggled', '&': 'common', '|': 'merged'}[op], t))} = {a} {op} {b}")
     return w.finish(w.pick("test_bitwise_ops", "check_bit_identities", "test_bit_logic"),
-                    f"Check bitwise identities on {t.name} masks for every input pair", f"It checks {what}")
+                    f"Check bitwise identities on {t.name} masks for every input pair and write their "
+                    f"{ {'^': 'xor', '&': 'bitwise and', '|': 'bitwise or'}[op]}", f"It checks {what}")
 
 
 @kind("shifts", 1.25)
@@ -329,7 +368,7 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
     bits, k = BITS[t.name], rng.randint(1, 4)
     if t.kind == "int":  # left shifts of negative values are undefined in C: signed kernels shift right only
         hi = 2 ** min(bits - 2, 40)
-        x = w.load("x", w.array(w.pick("values", "x"), t, -hi, hi))
+        x = w.load("x", w.array(w.pick("values", "offsets", "codes"), t, -hi, hi))
         w.add("# an arithmetic right shift floors, like //",
               f"shifted = {x} >> {w.typed(t, k)}", f"wp.expect_eq(shifted, {x} // {w.typed(t, 2**k)})",
               f"wp.expect_eq(shifted * {w.typed(t, 2**k)} + ({x} & {w.typed(t, 2**k - 1)}), {x})",
@@ -337,17 +376,18 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
         return w.finish(w.pick("test_arithmetic_shift", "check_shift_right_signed"),
                         f"Check that a right shift of {t.name} values floors for every signed input",
                         f"Shifting by {k} matches // {2**k} and drops exactly the low {'bit' if k == 1 else f'{k} bits'}")
-    x = w.load("x", w.array(w.pick("values", "x", "keys"), t, 0, 2 ** min(bits - k, 62) - 1))
+    top = min(bits - k, 62)
+    x = w.load("x", w.array(w.pick("values", "keys", "codes"), t, 0, 2**top - 1))
     s = w.typed(t, k)
     if rng.random() < 0.3:
         s = w.constant(w.pick("SHIFT", "BITS"), s)
-    w.add(f"shifted = {x} << {s}", f"# values below 2**{min(bits - k, 62)} lose no bit at the top")
+    w.add(f"shifted = {x} << {s}", f"# values below 2**{top} lose no bit at the top")
     what = w.checks([("shifts back", [f"wp.expect_eq(shifted >> {s}, {x})"]),
                      (f"multiplies it by {2**k}", [f"wp.expect_eq(shifted, {x} * {w.typed(t, 2**k)})"]),
                      (f"clears the low {'bit' if k == 1 else f'{k} bits'}", [f"wp.expect_eq(shifted & {w.typed(t, 2**k - 1)}, {w.typed(t, 0)})"])])
     w.add(f"{w.at(w.out(w.pick('shifted_out', 'scaled'), t))} = shifted")
     return w.finish(w.pick("test_shift_left", "check_shift_roundtrip", "test_shift_ops"),
-                    f"Check left shifts of {t.name} values by {k} for every input value", f"The shift {what}")
+                    f"Check left shifts by {k} of {t.name} values below 2**{top}", f"The shift {what}")
 
 
 @kind("int_conversion", 1.25)
@@ -358,19 +398,19 @@ def _int_conversion(w: Writer, rng: random.Random) -> CheckKernel:
         wide = INTS["int64"] if src.name == "uint16" else w.pick(INTS["int32"], INTS["int64"])  # the square fits
         bits = BITS[src.name]
         lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if src.kind == "int" else (0, 2**bits - 1)
-        x = w.load("x", w.array(w.pick("values", "x", "samples"), src, lo, hi))
+        x = w.load("x", w.array(w.pick("values", "samples", "codes"), src, lo, hi))
         w.add(f"wide = {wide.py}({x})", f"wp.expect_eq({src.py}(wide), {x})",
               f"# the square fits in {wide.name} and is exact in float64 (below 2**53)",
               "square = wide * wide",
               f"wp.expect_eq(wp.float64(square), wp.float64({x}) * wp.float64({x}))",
               f"{w.at(w.out(w.pick('squares', 'squared'), wide))} = square")
         return w.finish(w.pick("test_widen_int", "check_int_widening"),
-                        f"Check {src.name} to {wide.name} widening for every input value",
+                        f"Check {src.name} to {wide.name} widening for every {src.name} value",
                         "The wide value converts back and squares exactly")
     if variant == "narrow":
         narrow = w.pick(UINTS["uint8"], UINTS["uint16"])
         bits = BITS[narrow.name]
-        x = w.load("x", w.array(w.pick("values", "x", "ids"), INTS["int32"], 0, 2 ** (bits + 4)))
+        x = w.load("x", w.array(w.pick("values", "samples", "codes"), INTS["int32"], 0, 2 ** (bits + 4)))
         w.add(f"low = {narrow.py}({x})", f"# narrowing keeps the low {bits} bits")
         if rng.random() < 0.7:  # the mask and modulus from a module constant, folded at compile time
             width = w.constant(w.pick("BITS", "WIDTH"), str(bits))
@@ -381,24 +421,26 @@ def _int_conversion(w: Writer, rng: random.Random) -> CheckKernel:
         else:
             mask, modulus = str(2**bits - 1), str(2**bits)
         w.add(f"wp.expect_eq(wp.int32(low), {x} & {mask})",
+              f"# for a non-negative value, % keeps the low bits too",
               f"wp.expect_eq({w.pick('int', 'wp.int32')}(low), {x} % {modulus})")
         if rng.random() < 0.5:
             w.add(f"# {x} less its low bits is a multiple of 2**{bits}",
                   f"wp.expect_eq(({x} - wp.int32(low)) % {2**bits}, 0)")
         w.add(f"{w.at(w.out(w.pick('low_bits', 'truncated'), narrow))} = low")
         return w.finish(w.pick("test_narrow_int", "check_int_narrowing"),
-                        f"Check int32 to {narrow.name} narrowing for every non-negative input",
+                        f"Check int32 to {narrow.name} narrowing for every input in [0, 2**{bits + 4}]",
                         f"The conversion keeps the low {bits} bits")
     f = w.pick(T.FLOAT32, T.FLOAT64)
-    y = w.load("y", w.array(w.pick("values", "y", "coords"), f, -100.0, 100.0))
+    y = w.load("y", w.array(w.pick("values", "samples", "coords"), f, -100.0, 100.0))
     n = w.load("n", w.array(w.pick("counts", "offsets"), INTS["int32"], -(2**24), 2**24))
-    w.add(f"# integers up to 2**24 are exact in {f.name}",
+    w.add(f"# integers up to 2**24 in magnitude are exact in {f.name}",
           f"wp.expect_eq(wp.int32({f.py}({n})), {n})",
           "# converting to int truncates toward zero",
           f"k = wp.int32({y})", f"wp.expect_eq({f.py}(k), wp.trunc({y}))",
           f"{w.at(w.out(w.pick('truncated', 'whole'), INTS['int32']))} = k")
     return w.finish(w.pick("test_int_float_conversion", "check_float_to_int"),
-                    f"Check conversions between int32 and {f.name} for every input value",
+                    f"Check conversions between int32 and {f.name} for integers in [-2**24, 2**24] and "
+                    "values in [-100, 100]",
                     f"Integers up to 2**24 round-trip and {f.name} to int32 truncates")
 
 
@@ -407,9 +449,11 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*INTS.values(), *UINTS.values(), FLOAT16, T.FLOAT32, T.FLOAT64)
     is_int = t.kind in ("int", "uint")
     lo, hi = (0, 200) if t.kind == "uint" else (-100, 100) if is_int else (-4.0, 4.0)
-    if t.name == "int8":  # a + b stays inside int8
+    if t.name == "int8":  # a + b and a - b stay inside int8
         lo, hi = -60, 60
-    a = w.load("a", w.array(w.pick("a", "x", "values"), t, lo, hi))
+    pair = rng.random() < 0.6
+    first, second = w.pick(("lhs", "rhs"), ("x", "y"), ("values", "others")) if pair else (w.pick("values", "samples"), "")
+    a = w.load("a", w.array(first, t, lo, hi))
     if is_int:
         bounds = sorted(rng.sample(range(int(lo) + 10, int(hi) - 10), 2))
     else:
@@ -418,8 +462,8 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
     w.add(f"clamped = wp.clamp({a}, {lower}, {upper})", "# clamp is a max then a min",
           f"wp.expect_eq(clamped, wp.min(wp.max({a}, {lower}), {upper}))")
     what = "wp.clamp against wp.max then wp.min"
-    if rng.random() < 0.6:
-        b = w.load("b", w.array(w.pick("b", "y", "others"), t, lo, hi))
+    if pair:
+        b = w.load("b", w.array(second, t, lo, hi))
         w.add("# min and max split a pair, so their sum is the pair's",
               f"wp.expect_eq(wp.min({a}, {b}) + wp.max({a}, {b}), {a} + {b})")
         what += " and that wp.min and wp.max split a pair"
@@ -428,7 +472,7 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
             what += ", whose spread is the absolute difference"
     w.add(f"{w.at(w.out(w.pick('limited', 'bounded'), t))} = clamped")
     return w.finish(w.pick("test_min_max", "check_clamp", "test_clamp_minmax"),
-                    f"Check wp.clamp, wp.min and wp.max on {t.name} values for every input", f"It checks {what}")
+                    f"Check wp.clamp, wp.min and wp.max on {t.name} values in {interval(lo, hi)}", f"It checks {what}")
 
 
 @kind("abs_sign")
@@ -442,7 +486,8 @@ def _abs_sign(w: Writer, rng: random.Random) -> CheckKernel:
                      ("wp.abs is the larger of x and -x", [f"wp.expect_eq(magnitude, wp.max({x}, -{x}))"]),
                      ("wp.abs is never negative", [f"wp.expect_eq(magnitude >= {w.typed(t, 0)}, True)"])], 2, 3, keep=1)
     w.add(f"{w.at(w.out(w.pick('magnitudes', 'abs_values'), t))} = magnitude")
-    return w.finish(w.pick("test_abs_sign", "check_abs"), f"Check wp.abs and wp.sign for every {t.name} input",
+    return w.finish(w.pick("test_abs_sign", "check_abs"),
+                    f"Check wp.abs and wp.sign for every {t.name} input in {interval(lo, hi)}",
                     f"It checks that {what}")
 
 
@@ -451,14 +496,15 @@ def _type_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
     if rng.random() < 0.3:
         return _float_widening(w, rng)
     src = w.pick(INTS["int32"], INTS["int32"], INTS["int64"], INTS["int16"], UINTS["uint8"], UINTS["uint32"])
-    x = w.load(w.pick("x", "value", "v"), w.array(w.pick("values", "ids", "counts"), src, 0, 126))
-    back = "int" if src.name == "int32" and w.plain else src.py  # int() converts to int32 as Python spells it
+    x = w.load(w.pick("x", "value", "v"), w.array(w.pick("values", "samples", "counts"), src, 0, 126))
+    back = "int" if src.name == "int32" and w.plain else src.py  # in a kernel, int is wp.int32
     via = [t for name, t in SCALARS.items() if name != src.name]
     chosen = [via[k] for k in sorted(rng.sample(range(len(via)), rng.randint(5, len(via))))]
     w.add("# values in [0, 126] are exact in every integer and float type, float16 included")
     w.add(*(f"wp.expect_eq({back}({t.py}({x})), {x})" for t in chosen))
     via_int = w.pick(*(t for t in chosen if t.kind != "float"), UINTS["uint64"])
-    w.add("# int() converts any of them to int32, as in Python", f"wp.expect_eq(int({via_int.py}({x})), {x if src.name == 'int32' else f'int({x})'})")
+    w.add("# in a kernel int() is wp.int32: any scalar converts, truncated toward zero into 32 bits",
+          f"wp.expect_eq(int({via_int.py}({x})), {x if src.name == 'int32' else f'int({x})'})")
     direct = [t for t in chosen if t.name != "float64"]
     direct = rng.sample(direct, min(len(direct), rng.randint(1, 3)))
     w.add("# converting through float64 first changes nothing",
@@ -470,21 +516,22 @@ def _type_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
     w.add(f"{w.at(w.out(w.pick('converted', 'as_' + kept.name), kept))} = {kept.py}({x})")
     names = clause([t.name for t in chosen])
     return w.finish(w.pick("test_type_conversions", "check_scalar_roundtrip", "test_int_conversions"),
-                    f"Check that small {src.name} values convert to other scalar types and back for every input",
-                    f"Values in [0, 126] round-trip exactly through {names}, converting through float64 first "
+                    f"Check that {src.name} values in [0, 126] convert to other scalar types and back, and write "
+                    f"them as {kept.name}",
+                    f"They round-trip exactly through {names}, converting through float64 first "
                     f"changes no {clause([t.name for t in direct])} value, and adding one commutes with converting "
                     f"to {clause([t.name for t in summed])}")
 
 
 def _float_widening(w: Writer, rng: random.Random) -> CheckKernel:
     h = w.load(w.pick("h", "half"), w.array(w.pick("halves", "values_fp16", "samples"), FLOAT16, -4.0, 4.0))
-    two = w.pick(2.0, 0.5, 4.0)
+    two = w.pick(2.0, 4.0)  # scaling up: halving a float16 subnormal would round
     w.add("# every float16 is exactly a float32 and a float64, so widening and narrowing back is exact",
           f"wp.expect_eq(wp.float16(wp.float32({h})), {h})",
           f"wp.expect_eq(wp.float16(wp.float64({h})), {h})",
           f"wp.expect_eq(wp.float64(wp.float32({h})), wp.float64({h}))")
     what = w.checks([(f"that scaling by {fmt(two)} is exact in every width",
-                      ["# scaling by a power of two is exact in float16 for values below 4",
+                      [f"# |h| <= 4 scaled by {fmt(two)} stays at most 16: exact in float16, subnormals included",
                        f"wp.expect_eq(wp.float32({h} * wp.float16({fmt(two)})), wp.float32({h}) * wp.float32({fmt(two)}))"]),
                      ("the sign of the widened value",
                       [f"wp.expect_eq(wp.float64(-{h}), -wp.float64({h}))"]),
@@ -493,15 +540,16 @@ def _float_widening(w: Writer, rng: random.Random) -> CheckKernel:
     wide = w.pick("float32", "float64")
     w.add(f"{w.at(w.out(w.pick('widened', 'wide'), FLOATS[wide]))} = wp.{wide}({h})")
     return w.finish(w.pick("test_float16_widening", "check_half_to_double"),
-                    "Check float16 values widened to float32 and float64 for every input value",
+                    f"Check float16 values in [-4, 4] widened to float32 and float64, and write them as {wide}",
                     f"The conversions are exact both ways, and it checks {what}")
 
 
 @kind("key_packing", 1.25)
 def _key_packing(w: Writer, rng: random.Random) -> CheckKernel:
     u32, u64 = UINTS["uint32"], UINTS["uint64"]
-    cell = w.load("cell", w.array(w.pick("cells", "cell_ids", "buckets"), u32, 0, 2**32 - 1))
-    item = w.load("item", w.array(w.pick("items", "particle_ids", "ids"), u32, 0, 2**32 - 1))
+    cells, items = w.pick(("cells", "items"), ("cell_ids", "particle_ids"), ("buckets", "ids"))
+    cell = w.load("cell", w.array(cells, u32, 0, 2**32 - 1))
+    item = w.load("item", w.array(items, u32, 0, 2**32 - 1))
     shift = "wp.uint64(32)"
     if rng.random() < 0.4:
         shift = w.constant(w.pick("KEY_SHIFT", "HIGH_SHIFT"), shift)
@@ -516,8 +564,9 @@ def _key_packing(w: Writer, rng: random.Random) -> CheckKernel:
                ("bitwise or and addition agree on the disjoint halves",
                 [f"wp.expect_eq(key, (wp.uint64({cell}) << {shift}) + wp.uint64({item}))"])]
     if rng.random() < 0.4:
-        other_cell = w.load("other_cell", w.array(w.pick("next_cells", "other_cells"), u32, 0, 2**32 - 1))
-        other_item = w.load("other_item", w.array(w.pick("next_items", "other_ids"), u32, 0, 2**32 - 1))
+        next_cells, next_items = w.pick(("next_cells", "next_items"), ("other_cells", "other_items"))
+        other_cell = w.load("other_cell", w.array(next_cells, u32, 0, 2**32 - 1))
+        other_item = w.load("other_item", w.array(next_items, u32, 0, 2**32 - 1))
         options.insert(0, ("keys order by cell, then by item",
                            [f"other = (wp.uint64({other_cell}) << {shift}) | wp.uint64({other_item})",
                             f"wp.expect_eq(key < other, {cell} < {other_cell} or ({cell} == {other_cell} and {item} < {other_item}))"]))
@@ -538,7 +587,8 @@ def _key_packing(w: Writer, rng: random.Random) -> CheckKernel:
 def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(T.FLOAT32, T.FLOAT32, T.FLOAT64)
     positive = rng.random() < 0.4  # x - floor(x) is exact for x >= 0 (and rounds for x in (-1, 0))
-    x = w.load("x", w.array(w.pick("values", "samples", "coords"), t, 0.0 if positive else -8.0, 8.0))
+    lo = 0.0 if positive else -8.0
+    x = w.load("x", w.array(w.pick("values", "samples", "coords"), t, lo, 8.0))
     zero, one, half = w.typed(t, 0.0), w.typed(t, 1.0), w.typed(t, 0.5)
     w.add(f"whole = wp.floor({x})")
     store = w.pick("floor", "round", "rint", "trunc")
@@ -549,51 +599,65 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
     def call(fn: str) -> str:  # the stored rounding is computed once
         return local if fn == store else f"wp.{fn}({x})"
 
-    fraction = [("x less its floor lies in [0, 1) and adds back exactly",
-                 ["# for x >= 0, x less its floor is exact and lies in [0, 1)", f"fraction = {x} - whole",
-                  f"wp.expect_eq(fraction >= {zero} and fraction < {one}, True)",
-                  f"wp.expect_eq(whole + fraction, {x})"])]
-    what = w.checks([
-        ("floor is minus the ceil of minus x", [f"wp.expect_eq(whole, -wp.ceil(-{x}))"]),
-        *(fraction if positive else []),
-        ("trunc is the signed floor of the magnitude",
-         [f"wp.expect_eq({call('trunc')}, wp.sign({x}) * wp.floor(wp.abs({x})))"]),
-        ("rint and round are within 1/2",
-         ["# rint and round differ only on halves; both are within 1/2",
-          f"wp.expect_near({call('rint')}, {x}, {half})", f"wp.expect_near({call('round')}, {x}, {half})"]),
-        ("ceil is at most one above floor", [f"wp.expect_eq(wp.ceil({x}) - whole <= {one}, True)"])], keep=1)
+    near = "# x less a nearest integer is exact and at most 1/2: it rounds to the nearest integer"
+    checks = {
+        "floor": ("floor is minus the ceil of minus x", [f"wp.expect_eq(whole, -wp.ceil(-{x}))"]),
+        "bracket": ("floor brackets x from below", [f"wp.expect_eq(whole <= {x} and {x} < whole + {one}, True)"]),
+        "fraction": ("x less its floor lies in [0, 1) and adds back exactly",
+                     ["# for x >= 0, x less its floor is exact and lies in [0, 1)", f"fraction = {x} - whole",
+                      f"wp.expect_eq(fraction >= {zero} and fraction < {one}, True)",
+                      f"wp.expect_eq(whole + fraction, {x})"]),
+        "trunc": ("trunc is the signed floor of the magnitude",
+                  [f"wp.expect_eq({call('trunc')}, wp.sign({x}) * wp.floor(wp.abs({x})))"]),
+        "round": ("round is within 1/2 of x and odd",
+                  [near, f"wp.expect_near({call('round')}, {x}, {half})",
+                   "# round takes halves away from zero, the same on both sides",
+                   f"wp.expect_eq(wp.round(-{x}), -{call('round')})"]),
+        "rint": ("rint is within 1/2 of x and odd",
+                 [near, f"wp.expect_near({call('rint')}, {x}, {half})",
+                  "# rint takes halves to the even neighbour, the same on both sides",
+                  f"wp.expect_eq(wp.rint(-{x}), -{call('rint')})"]),
+        "ceil": ("ceil is at most one above floor", [f"wp.expect_eq(wp.ceil({x}) - whole <= {one}, True)"]),
+    }
+    pool = ["bracket", "trunc", "round", "rint", "ceil"] + (["fraction"] if positive else [])
+    kept = ["floor", store if store != "floor" else w.pick(*(["bracket", "fraction"] if positive else ["bracket"]))]
+    rest = [k for k in pool if k not in kept]
+    what = w.checks([checks[k] for k in kept + rest], 2, 4, keep=len(kept))
+    written = {"floor": "floors", "round": "rounded values", "rint": "nearest integers", "trunc": "truncations"}[store]
     out = w.out({"floor": "floors", "round": "rounded_out", "rint": "nearest_out", "trunc": "truncated_out"}[store], t)
     w.add(f"{w.at(out)} = {local}")
     return w.finish(w.pick("test_rounding", "check_floor_ceil_trunc", "test_round_ops"),
-                    f"Check rounding identities of {t.name} values for every {'non-negative ' if positive else ''}input",
+                    f"Check rounding identities of {t.name} values in {interval(lo, 8.0)} and write their {written}",
                     f"It checks that {what}")
 
 
 @kind("precision")
 def _precision(w: Writer, rng: random.Random) -> CheckKernel:
     if rng.random() < 0.25:
-        n = w.load("n", w.array(w.pick("counts", "ids", "a"), INTS["int32"], -1000, 1000))
-        m = w.load("m", w.array(w.pick("offsets", "deltas", "b"), INTS["int32"], -1000, 1000))
+        first, second = w.pick(("counts", "offsets"), ("lhs", "rhs"), ("a", "b"))
+        n = w.load("n", w.array(first, INTS["int32"], -1000, 1000))
+        m = w.load("m", w.array(second, INTS["int32"], -1000, 1000))
         w.add("# integers up to 2048 are exact in float16, and so is the sum of two below 1024",
               f"half_n = wp.float16({n})", f"wp.expect_eq(wp.int32(half_n), {n})",
               f"total = half_n + wp.float16({m})", f"wp.expect_eq(wp.int32(total), {n} + {m})",
               f"{w.at(w.out(w.pick('sums', 'totals'), FLOAT16))} = total")
         return w.finish(w.pick("test_float16_integers", "check_half_integers"),
-                        "Check that small integers are exact in float16 for every input pair",
+                        "Check that integers in [-1000, 1000] and their pairwise sums are exact in float16",
                         "Integers below 1024 convert exactly and add without rounding")
     if rng.random() < 0.3:
-        h = w.load("h", w.array(w.pick("halves", "weights_fp16", "a"), FLOAT16, -4.0, 4.0))
-        g = w.load("g", w.array(w.pick("gains", "scales_fp16", "b"), FLOAT16, -4.0, 4.0))
+        first, second = w.pick(("lhs", "rhs"), ("a", "b"), ("x", "y"))
+        h = w.load("h", w.array(first, FLOAT16, -4.0, 4.0))
+        g = w.load("g", w.array(second, FLOAT16, -4.0, 4.0))
         w.add("# the float32 product of two float16 values is exact (22 bits):",
               "# the float16 product is that value rounded once",
               f"wide = wp.float32({h}) * wp.float32({g})", f"wp.expect_eq(wp.float16(wide), {h} * {g})",
               f"wp.expect_eq(wp.float16(wp.float32({h})), {h})",
               f"{w.at(w.out(w.pick('products', 'wide_products'), T.FLOAT32))} = wide")
         return w.finish(w.pick("test_float16_product", "check_half_arithmetic"),
-                        "Check float16 products against float32 for every input pair",
+                        "Check float16 products of values in [-4, 4] against float32 for every input pair",
                         "A float16 product is the exact float32 product rounded once")
-    x = w.load("x", w.array(w.pick("values", "samples"), T.FLOAT32, -4.0, 4.0))
     if rng.random() < 0.4:
+        x = w.load("x", w.array(w.pick("values", "samples"), T.FLOAT32, -4.0, 4.0))
         w.add(f"h = wp.float16({x})",
               "# float16 keeps 11 significant bits: below 4 it rounds by at most 2**-10",
               f"wp.expect_near(wp.float32(h), {x}, 0.001)",
@@ -601,16 +665,18 @@ def _precision(w: Writer, rng: random.Random) -> CheckKernel:
               "wp.expect_eq(wp.float16(wp.float32(h)), h)",
               f"{w.at(w.out(w.pick('halves', 'packed'), FLOAT16))} = h")
         return w.finish(w.pick("test_float16_conversion", "check_half_roundtrip"),
-                        "Check float32 to float16 conversion for every input value",
+                        "Check float32 to float16 conversion for every input in [-4, 4]",
                         "Values below 4 convert within 2**-10 and back exactly")
-    y = w.load("y", w.array(w.pick("scales", "weights"), T.FLOAT32, -4.0, 4.0))
+    first, second = w.pick(("lhs", "rhs"), ("a", "b"), ("values", "scales"))
+    x = w.load("x", w.array(first, T.FLOAT32, -4.0, 4.0))
+    y = w.load("y", w.array(second, T.FLOAT32, -4.0, 4.0))
     w.add("# the float64 product of two float32 values is exact (48 bits):",
           "# the float32 product is that value rounded once",
           f"exact = wp.float64({x}) * wp.float64({y})", f"wp.expect_eq(wp.float32(exact), {x} * {y})",
           f"wp.expect_eq(wp.float32(wp.float64({x})), {x})",
           f"{w.at(w.out(w.pick('products', 'exact_products'), T.FLOAT64))} = exact")
     return w.finish(w.pick("test_float64_product", "check_double_precision"),
-                    "Check float32 products against float64 for every input pair",
+                    "Check float32 products of values in [-4, 4] against float64 for every input pair",
                     "A float32 product is the exact float64 product rounded once")
 
 
@@ -620,26 +686,40 @@ def _precision(w: Writer, rng: random.Random) -> CheckKernel:
 
 @kind("bool_logic")
 def _bool_logic(w: Writer, rng: random.Random) -> CheckKernel:
-    a = w.load("a", w.array(w.pick("flags", "active"), T.BOOL))
-    b = w.load("b", w.array(w.pick("masks", "visible"), T.BOOL))
-    x = w.load("x", w.array(w.pick("values", "weights"), T.FLOAT32, -2.0, 2.0))
-    what = w.checks([("wp.where against the conditional expression",
-                      [f"wp.expect_eq(wp.where({a}, {x}, -{x}), {x} if {a} else -{x})"]),
+    first, second = w.pick(("flags_a", "flags_b"), ("p", "q"), ("lhs", "rhs"))
+    a = w.load("a", w.array(first, T.BOOL))
+    b = w.load("b", w.array(second, T.BOOL))
+    x = w.load("x", w.array(w.pick("values", "samples"), T.FLOAT32, -2.0, 2.0))
+    count = rng.random() < 0.5
+    if count:  # how many of the two flags are true
+        w.add(f"count = wp.int32({a}) + wp.int32({b})")
+        first_check = ("the count of true flags against != and and",
+                       ["# a bool converts to 0 or 1: exactly one flag is true when they differ",
+                        f"wp.expect_eq({a} != {b}, count == 1)", f"wp.expect_eq({a} and {b}, count == 2)"])
+        where = ("wp.where against the conditional expression",
+                 [f"wp.expect_eq(wp.where({a}, {x}, -{x}), {x} if {a} else -{x})"])
+    else:  # x where both flags are true, 0 elsewhere
+        w.add(f"selected = wp.where({a} and {b}, {x}, 0.0)")
+        first_check = ("wp.where on both flags against the conditional expression",
+                       [f"wp.expect_eq(selected, {x} if {a} and {b} else 0.0)"])
+        where = ("wp.where on one flag against its negation",
+                 [f"wp.expect_eq(wp.where({a}, {x}, -{x}), -wp.where(not {a}, {x}, -{x}))"])
+    what = w.checks([first_check, where,
                      ("De Morgan's law", ["# De Morgan", f"wp.expect_eq(not ({a} and {b}), (not {a}) or (not {b}))"]),
-                     ("bools converted to 0 and 1",
-                      [f"wp.expect_eq({a} != {b}, wp.int32({a}) + wp.int32({b}) == 1)"]),
                      ("a comparison against its negated complement", [f"wp.expect_eq({x} > 0.0, not ({x} <= 0.0))"]),
                      ("xor written with and, or and not",
                       [f"wp.expect_eq(({a} and not {b}) or ({b} and not {a}), {a} != {b})"]),
-                     ("an int round trip of the flag", [f"wp.expect_eq(wp.bool(wp.int32({a})), {a})"]),
+                     ("an int round trip of a flag", [f"wp.expect_eq(wp.bool(wp.int32({a})), {a})"]),
                      ("wp.min against a comparison", [f"wp.expect_eq(wp.min({x}, 0.0) == {x}, {x} <= 0.0)"])],
-                    keep=1)
-    if rng.random() < 0.5:
-        w.add(f"{w.at(w.out(w.pick('counts', 'votes'), T.INT32))} = wp.int32({a}) + wp.int32({b})")
+                    2, 4, keep=2 if count else 1)  # the count needs the where check to read x
+    if count:
+        w.add(f"{w.at(w.out(w.pick('counts', 'true_counts'), T.INT32))} = count")
+        headline = "Check bool logic and wp.where for every pair of flags and write how many of the two are true"
     else:
-        w.add(f"{w.at(w.out(w.pick('selected', 'masked'), T.FLOAT32))} = wp.where({a} and {b}, {x}, 0.0)")
-    return w.finish(w.pick("test_bool_logic", "check_bool_ops", "test_conditional_select"),
-                    "Check bool logic and wp.where for every input pair of flags", f"It checks {what}")
+        w.add(f"{w.at(w.out(w.pick('selected_out', 'masked'), T.FLOAT32))} = selected")
+        headline = "Check bool logic and wp.where for every pair of flags and write the value where both are true"
+    return w.finish(w.pick("test_bool_logic", "check_bool_ops", "test_conditional_select"), headline,
+                    f"It checks {what}")
 
 
 @kind("static_loop")
@@ -658,7 +738,7 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
               f"wp.expect_eq({acc}, {x} * wp.static({power}))",
               f"{w.at(w.out(w.pick('scaled_out', 'halved' if halve else 'doubled'), T.FLOAT32))} = {acc}")
         return w.finish(w.pick("test_static_loop", "check_unrolled_scaling"),
-                        f"Check {'halving' if halve else 'doubling'} in a wp.static loop for every input value",
+                        f"Check {'halving' if halve else 'doubling'} in a wp.static loop for every input in [-4, 4]",
                         "The loop equals one multiplication by the matching power of two")
     if variant == "components":
         n = w.pick(2, 3, 4)
@@ -667,13 +747,13 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
         total, largest = w.pick("sum_sq", "norm_sq"), w.pick("largest", "peak")
         w.add(f"{total} = float(0.0)", f"{largest} = {v}[0]", f"for k in range(wp.static({dim})):",
               f"{INDENT}{total} += {v}[k] * {v}[k]", f"{INDENT}{largest} = wp.max({largest}, {v}[k])",
-              f"# components in [-2, 2]: sums below {4 * n}, a few roundings each",
+              f"# components in [-2, 2]: sums of at most {4 * n}, a few roundings each",
               f"wp.expect_near({total}, wp.length_sq({v}), 1.0e-5)",
               "# wp.max of a vector is its largest component",
               f"wp.expect_eq({largest}, wp.max({v}))",
               f"{w.at(w.out(w.pick('squared_norms', 'norms_sq'), T.FLOAT32))} = {total}")
         return w.finish(w.pick("test_static_components", "check_unrolled_components"),
-                        f"Check a loop over vec{n} components unrolled with wp.static for every input vector",
+                        f"Check a loop over the components of vec{n} vectors in [-2, 2] unrolled with wp.static",
                         "Its sum of squares matches wp.length_sq and its running maximum matches wp.max")
     if variant == "horner":
         coeffs = [fmt(w.pick(1.0, 0.5, -0.5, 0.25, -0.25, 0.125, 2.0)) for _ in range(4)]
@@ -684,11 +764,11 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
               f"{INDENT}horner = horner * {x} + {c}[{degree} - 1 - k]",
               "power = float(1.0)", "direct = float(0.0)", f"for k in range(wp.static(len({c}))):",
               f"{INDENT}direct += {c}[k] * power", f"{INDENT}power *= {x}",
-              "# |x| <= 1 and coefficients up to 2: both forms are within a few roundings of values below 8",
+              "# |x| <= 1 and coefficients up to 2: both forms are within a few roundings of values of at most 8",
               "wp.expect_near(horner, direct, 1.0e-5)",
               f"{w.at(w.out(w.pick('values_out', 'poly'), T.FLOAT32))} = horner")
         return w.finish(w.pick("test_static_horner", "check_polynomial_forms"),
-                        "Check a cubic unrolled with wp.static for every input value",
+                        "Check a cubic unrolled with wp.static for every input in [-1, 1]",
                         "Horner's rule and the sum of powers give the same value")
     terms = w.constant(w.pick("TERMS", "N"), str(rng.randint(3, 6)))
     x = w.load("x", w.array(w.pick("ratios", "bases"), T.FLOAT32, 1.5, 2.0))  # away from 1, where the closed form divides by zero
@@ -698,7 +778,7 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
           f"wp.expect_near(total, (power - 1.0) / ({x} - 1.0), 1.0e-4)",
           f"{w.at(w.out(w.pick('sums', 'totals'), T.FLOAT32))} = total")
     return w.finish(w.pick("test_geometric_sum", "check_static_series"),
-                    "Check a geometric series summed in a wp.static loop for every input ratio",
+                    "Check a geometric series summed in a wp.static loop for every input ratio in [1.5, 2]",
                     "The sum matches its closed form")
 
 
