@@ -147,7 +147,7 @@ def _jacobi(p: Pattern):
     iters = str(rng.randint(2, 8)) if p.coin(0.6) else p.scalar(rng.choice(("iterations", "num_iters")), T.INT32, lo=2, hi=8)
     p.guard("tid", mats, ("num_blocks", p.kb.dims[0]))
     p.add(p.pick(f"M = {mats}[tid] + {identity(fl)} * {shift}",
-                 f"M = {mats}[tid] + wp.diag({fl.v}({shift}, {shift}, {shift}))"), f"r = {b}[tid]")
+                 f"M = {mats}[tid] + wp.diag({fl.v}({shift}, {shift}, {shift}))"), f"f = {b}[tid]")
     if p.coin(0.3):
         x0 = p.array(rng.choice(("x_init", "guess")), fl.vec)
         p.add(f"x = {x0}[tid]")
@@ -156,7 +156,7 @@ def _jacobi(p: Pattern):
     rows = []
     for row in range(3):
         others = " - ".join(f"M[{row}, {c}] * x[{c}]" for c in range(3) if c != row)
-        rows.append(f"(r[{row}] - {others}) / M[{row}, {row}]")
+        rows.append(f"(f[{row}] - {others}) / M[{row}, {row}]")
     style = p.pick("jacobi", "seidel", "residual")
     if style == "jacobi" and p.chance(0.4):  # weighted Jacobi: relax towards the sweep's result
         omega = p.scalar(rng.choice(("omega", "relaxation")), lo=0.5, hi=1.0)
@@ -170,22 +170,25 @@ def _jacobi(p: Pattern):
         p.add(*SEIDEL_ROWS, f"x = {fl.v}(x0, x1, x2)", indent=1)
     else:  # x += D^-1 (b - M x), with the diagonal as preconditioner
         p.add(f"d = {fl.v}(M[0, 0], M[1, 1], M[2, 2])", f"for _ in range({iters}):",
-              f"{INDENT}res = r - M * x", f"{INDENT}x = x + wp.cw_div(res, d)")
+              f"{INDENT}res = f - M * x", f"{INDENT}x = x + wp.cw_div(res, d)")
     out = p.array(rng.choice(("x_out", "solution")), fl.vec, "out")
     if p.chance(0.4):
         res = p.array(rng.choice(("residual", "residual_norm")), fl.scalar, "out")
-        p.add(f"{res}[tid] = {p.length('r - M * x')}")
+        p.add(f"{res}[tid] = {p.length('f - M * x')}")
         p.note("writes the residual norm")
     p.add(f"{out}[tid] = x")
     method = {"jacobi": "Jacobi", "seidel": "Gauss-Seidel", "residual": "diagonally preconditioned Richardson"}[style]
-    return p.finish(rng.choice(("jacobi_solve", "block_jacobi", "solve_blocks")), p.kb.dims,
+    names = {"jacobi": ("jacobi_solve", "block_jacobi", "solve_blocks"),
+             "seidel": ("gauss_seidel_solve", "seidel_sweeps", "solve_blocks"),
+             "residual": ("richardson_solve", "preconditioned_sweeps", "solve_blocks")}[style]
+    return p.finish(rng.choice(names), p.kb.dims,
                     purpose=f"Solve a diagonally shifted 3x3 system per thread with a fixed number of {method} sweeps",
                     differentiable=iters.isdigit())  # no gradient check through a dynamic loop
 
 
-SEIDEL_ROWS = ("x0 = (r[0] - M[0, 1] * x[1] - M[0, 2] * x[2]) / M[0, 0]",
-               "x1 = (r[1] - M[1, 0] * x0 - M[1, 2] * x[2]) / M[1, 1]",
-               "x2 = (r[2] - M[2, 0] * x0 - M[2, 1] * x1) / M[2, 2]")
+SEIDEL_ROWS = ("x0 = (f[0] - M[0, 1] * x[1] - M[0, 2] * x[2]) / M[0, 0]",
+               "x1 = (f[1] - M[1, 0] * x0 - M[1, 2] * x[2]) / M[1, 1]",
+               "x2 = (f[2] - M[2, 0] * x0 - M[2, 1] * x1) / M[2, 2]")
 
 
 def _damped_least_squares(p: Pattern):

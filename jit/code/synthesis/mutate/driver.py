@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jit.code.analysis.tokens import jaccard, norm_tokens, shingles
-from jit.code.synthesis.mutate import helpers, index_space, layout, loops, moves, names, retype
+from jit.code.synthesis.mutate import helpers, index_space, layout, loops, moves, names, retype, scaffolding
 from jit.code.synthesis.mutate.launch import Launch
 from jit.code.synthesis.mutate.unit import Unit
 
@@ -140,6 +140,7 @@ def mutate(
     if not far_enough(unit, bases, MAX_SIMILARITY):
         raise MutationError(kernel, "too close to its seed after every applicable mutation")
     applied += names.rename(unit, rng)
+    scaffolding.drop_foreign(unit)
     return Mutant(unit.render(layout), unit.kernel_name, applied, unit)
 
 

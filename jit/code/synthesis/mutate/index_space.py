@@ -21,7 +21,7 @@ from jit.code.synthesis.mutate.syntax import arrays, thread_index
 from jit.code.synthesis.mutate.unit import Unit
 
 BLOCK = 64
-GENERIC_COUNTS = ("count", "n", "num_elements")
+GENERIC_COUNTS = ("count", "n")
 
 
 def guarded(fn: ast.FunctionDef, name: str) -> bool:

@@ -195,6 +195,9 @@ def pack(unit: Unit, names: list[str]) -> str | None:
     return f"layout:pack {','.join(names)}"
 
 
+BOUNDS = {"lower", "upper", "lo", "hi", "min", "max", "bounds_lower", "bounds_upper"}
+
+
 def owner(names: list[str]) -> str | None:
     """The thing arrays ``instance_transforms``, ``instance_scalings`` describe (``instance``),
     when they all name one."""
@@ -215,8 +218,12 @@ def struct_naming(unit: Unit, names: list[str]) -> tuple[str, str, dict[str, str
     if len(set(fields.values())) != len(fields) or not all(f.isidentifier() for f in fields.values()):
         return None
     struct = head.capitalize()
+    if set(fields.values()) <= BOUNDS:  # only a box's corners: the owner's bounds, not the owner
+        struct += "Bounds"
     struct = f"{struct}_{unit.suffix}" if unit.suffix else struct
     plural = f"{head}es" if head.endswith(("s", "x", "sh", "ch")) else f"{head}s"
+    if struct.startswith(f"{head.capitalize()}Bounds"):
+        plural = f"{head}_bounds"
     taken = unit.taken()
     if plural in taken or struct in taken:
         return None

@@ -5,7 +5,8 @@
   A seed lists the changes that were seen to build (``Seed.dtypes``); only those are drawn.
 - ``width``: vec3 <-> vec2 or vec3 -> vec4, for units whose vector math does not depend on the
   width: no component access, no cross products, matrices or rotations, vectors only built as
-  zero. On inputs whose extra components are zero, the wider kernel gives the narrower one's
+  zero, and no integer arithmetic or loop count of the width itself (``slot // 3``, ``range(3)``:
+  a layout of three per item). On inputs whose extra components are zero, the wider kernel gives the narrower one's
   outputs with zeros appended (``origin`` "padded" says which arguments changed).
 
 What it leaves out: integer widths (an index type is not a precision), and half precision
@@ -325,7 +326,26 @@ def width_change(unit: Unit) -> str | None:
                 and not _is_annotation(node, fn)
             ):
                 return None  # a component, or an element of a local
-    return widths.pop() if len(widths) == 1 else None
+    if len(widths) != 1:
+        return None
+    old = widths.pop()
+    if counts_in(unit, int(old)):
+        return None
+    return old
+
+
+def counts_in(unit: Unit, n: int) -> bool:
+    """True if integer arithmetic or a loop uses ``n`` (``slot // 3``, ``range(3)``): code laid out
+    for vectors of ``n`` components (3 edges per corner of a cube), which another width breaks."""
+    for node in ast.walk(unit.tree):
+        operands = []
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Call) and call_name(node) == "range":
+            operands = list(node.args)
+        if any(isinstance(o, ast.Constant) and type(o.value) is int and o.value == n for o in operands):
+            return True
+    return False
 
 
 def _is_annotation(node: ast.AST, fn: ast.FunctionDef) -> bool:

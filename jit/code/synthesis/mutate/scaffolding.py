@@ -223,3 +223,48 @@ def test_name(name: str) -> str:
 def claims(doc: str) -> bool:
     """A test's docstring states what the test checks (``... must not depend on ...``)."""
     return bool(CLAIM.search(doc))
+
+
+# ---------------------------------------------------------------------------------------------
+# words about code the module does not hold
+
+CODE_NAME = re.compile(r"`+([A-Za-z_][\w.]*)`+|\b(_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b|\b(_[A-Za-z]\w*)\b")
+
+
+def foreign(text: str, known: set[str]) -> bool:
+    """True if ``text`` names code the module does not define: another function of the seed's
+    file (``As _match_vertex_buckets``), a caller's tape. Warp's own names (``wp.``) are known."""
+    import warp as wp
+
+    for m in CODE_NAME.finditer(text):
+        name = next(g for g in m.groups() if g)
+        if name.startswith(("wp.", "warp.")) or name.split(".")[0] in known or hasattr(wp, name):
+            continue
+        if len(name) <= 4 and not name.startswith("_"):  # a symbol of a formula (``d_A``), not code
+            continue
+        return True
+    return False
+
+
+def drop_foreign(unit) -> None:
+    """Leave out the docstring paragraphs and comments of a seed that speak of code outside the
+    mutant's module: a reader of the module could not tell what they mean."""
+    known = unit.taken()
+    body = unit.kernel.body
+    if body and is_docstring(body[0]):
+        paragraphs = [p for p in re.split(r"\n\s*\n", body[0].value.value.strip())]
+        kept = []
+        for p in paragraphs:
+            if foreign(p, known):
+                break  # later paragraphs lean on the ones before
+            kept.append(p)
+        if not kept:
+            body.pop(0)
+            if not body:
+                body.append(ast.Pass())
+        elif len(kept) < len(paragraphs):
+            body[0].value.value = "\n\n".join(kept)
+    for _, note in unit.notes.statements.values():
+        note.comments = [c for c in note.comments if not foreign(c, known)]
+        if note.trailing and foreign(note.trailing, known):
+            note.trailing = None
