@@ -287,7 +287,7 @@ def sph_fluid(rng, name, suffix, complexity):
             vel = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0)
             vi = w.let(("vi", "v_i"), f"{vel}[tid]")
         pi, rhoi = w.let(("pi", "p_i"), f"{pres}[tid]"), w.let(("rhoi", "rho_i"), f"{rho}[tid]")
-        f = w.let(("f", "force"), zero_v)
+        f = w.let(("acc", "a_sum"), zero_v)  # per unit mass, before the kernel's normalisation
         j, how = neighbour_loop(d, n, x)
         with w.block(f"if {j} != tid"):
             dvec = w.let(("d", "x_ij"), f"{xi} - {x}[{j}]")
@@ -302,7 +302,7 @@ def sph_fluid(rng, name, suffix, complexity):
         w.depth -= 1
         terms = [says("pressure_pair_force")] + ([says("viscosity_pair_force")] if viscous else [])
         norm = d.scalar(("kernel_normalization", "spiky_norm"), lo=1.0, hi=100.0)
-        a = w.let(("a", "accel"), f"{f} * {norm}")
+        a = w.let(("a", "accel", "a_total"), f"{f} * {norm}")
         if rng.random() < 0.4:
             g = d.resolve(R.GRAVITY)
             w.rebind(a, f"{a} + {g}")

@@ -110,7 +110,7 @@ def body_points(rng, name, suffix, complexity):
         local = d.array(("local_points", "body_points", "offsets"), "vec3", lo=-0.5, hi=0.5)
     if n_bodies > 1:
         body_q = d.array(("body_q", "body_transforms", "transforms"), "transform", shape=(n_bodies,))
-        owner = d.array(("point_body", "shape_body", "body_index"), T.INT32, lo=0, hi=n_bodies - 1)
+        owner = d.array(("point_body", "body_index"), T.INT32, lo=0, hi=n_bodies - 1)
         b = w.let(("b", "body"), f"{owner}[tid]")
         X = w.let(("X", "tf", "pose"), f"{body_q}[{b}]")
     else:  # one body: its pose and velocities are values, not arrays of one
@@ -207,7 +207,7 @@ def small_solves(rng, name, suffix, complexity):
         x = d.use("solve_3x3", A=A, b=f"{rhs}[tid]")["x"]
         out = d.array(("dx", "delta", "solution"), "vec3", "out")
         w.add(f"{out}[tid] = {x}")
-        purpose = f"Solve {says('implicit_spring_system')} per particle by {says('solve_3x3')}"
+        purpose = f"Solve A x = rhs per particle, A {says('implicit_spring_system')}, by {says('solve_3x3')}"
     elif job == "covariance":
         x = d.array(("positions", "points", "x"), "vec3")
         n_groups = rng.choice((1, 1, 4, 8))

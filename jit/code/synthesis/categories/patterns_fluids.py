@@ -15,6 +15,7 @@ out: all-pairs loops (real code queries a grid) and grid-based fluids (``pattern
 from __future__ import annotations
 
 import math
+import re
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.names import paired
@@ -290,11 +291,17 @@ def _forces(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]
     neighbour_loop(p, grid, x, h, body, skip_self=True)
     if split:
         p.add("f = f_pressure + f_viscous")
+    total = "f"
+    if symmetric:  # the sums are accelerations (per unit mass) up to the kernel's normalisation: named so
+        named = re.compile(r"\bf(_pressure|_viscous)?\b")
+        p.lines = [named.sub(r"acc\1", line) for line in p.lines]
+        p.kb.comments = [(named.sub(r"acc\1", line), text) for line, text in p.kb.comments]
+        total = "acc"
     lo, hi = coefficient_range(lambda r: 45.0 / (math.pi * r ** 6), *H_RANGE)
     coeff = p.scalar(p.pick("spiky_coeff", "kernel_norm"), lo=lo, hi=hi)
-    p.why("the spiky gradient and the viscosity Laplacian share the normalisation 45 / (pi h^6)" if viscous else
-          "the spiky gradient's normalisation 45 / (pi h^6)")
-    acc = f"f * {coeff}" if symmetric else f"f * ({coeff} / {rho}[i])"
+    p.why("the spiky gradient and the viscosity Laplacian share the normalisation 45 / (pi h^6)"
+          if viscous and grad != "grad" else "the spiky gradient's normalisation 45 / (pi h^6)")
+    acc = f"{total} * {coeff}" if symmetric else f"{total} * ({coeff} / {rho}[i])"
     if p.chance(0.5):
         acc += f" + wp.vec3(0.0, {p.scalar('gravity', lo=-9.8, hi=-1.0)}, 0.0)"
     form = "symmetric (momentum-conserving)" if symmetric else "averaged"

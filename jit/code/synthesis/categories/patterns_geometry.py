@@ -40,11 +40,12 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if p.chance(0.5):
         v = p.array(rng.choice(("particle_v", "velocities", "v")), T.VEC3F)
         kd = p.scalar(rng.choice(("k_damp", "kd")), lo=0.0, hi=10.0)
-        p.note("damps the normal relative velocity")
+        p.note("damps the normal velocity of approaching pairs")
+        # vn < 0 while the pair closes; a separating pair is not held back (no sticky contacts)
         if p.coin():
-            body.append(f"{INDENT}f -= n * ({kd} * wp.dot({v}[i] - {v}[index], n))")
+            body.append(f"{INDENT}f -= n * ({kd} * wp.min(wp.dot({v}[i] - {v}[index], n), 0.0))")
         else:
-            body += [f"{INDENT}vrel = {v}[i] - {v}[index]", f"{INDENT}vn = wp.dot(vrel, n)",
+            body += [f"{INDENT}vrel = {v}[i] - {v}[index]", f"{INDENT}vn = wp.min(wp.dot(vrel, n), 0.0)",
                      f"{INDENT}f -= n * ({kd} * vn)"]
     count = p.chance(0.3)
     if count:
@@ -279,10 +280,11 @@ def _mesh_sdf(p: Pattern, mesh: str, x: str, max_dist: str):
     out = p.array(rng.choice(("sdf", "distances")), T.FLOAT32, "out")
     at = "x"
     if p.chance(0.3):  # the mesh is posed by a transform: query in its local frame
-        xform = p.scalar(rng.choice(("mesh_transform", "shape_X")), T.TRANSFORMF)
-        p.add(f"x_local = wp.transform_point(wp.transform_inverse({xform}), x)")
+        # the caller inverts the mesh's pose once: every point maps with the same world-to-local transform
+        xform = p.scalar(rng.choice(("world_to_mesh", "mesh_X_inv")), T.TRANSFORMF)
+        p.add(f"x_local = wp.transform_point({xform}, x)")
         at = "x_local"
-        p.note("queries in the frame of the posed mesh")
+        p.note("queries in the frame of the posed mesh, given its world-to-local transform")
     p.add(f"d = {max_dist}")
     with_normals = p.chance(0.35)  # the surface normal at the closest point, for gradients of the field
     if with_normals:

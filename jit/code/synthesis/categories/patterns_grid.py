@@ -70,7 +70,7 @@ def grid_stencil(rng, name, suffix, complexity):
     vec = {2: T.VEC2F, 3: T.VEC3F}[dims] if not fl.f64 else {2: None, 3: T.VEC3D}[dims]
     if op in ("gradient", "divergence") and vec is None:
         op = "diffusion"
-    field_name = {"diffusion": ("temperature", "u", "concentration", "field"), "wave": ("height", "h", "u"),
+    field_name = {"diffusion": ("temperature", "u", "concentration", "field"), "wave": ("height", "h", "u") if dims == 2 else ("u", "amplitude"),
                   "jacobi": ("pressure", "p"), "gradient": ("pressure", "phi", "potential"),
                   "divergence": ("velocity", "vel", "u")}[op]
     f = p.array(rng.choice(field_name), vec if op == "divergence" else fl.scalar, ndim=dims)
@@ -333,13 +333,15 @@ def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, 
     if step == dt:
         p.note("takes velocities in cells per unit time")
     p.add(f"v = {vel}[i, j]")
+    back = "v"
     if vsample:  # second-order backtrace: the velocity half a step back (midpoint rule)
-        p.add(f"v = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
+        p.add(f"v_mid = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
+        back = "v_mid"
         p.note("traces back with the midpoint rule")
     if p.coin():
-        p.add("pos = wp.vec2(float(i), float(j)) - v * " + (f"({step})" if " " in step else step))
+        p.add(f"pos = wp.vec2(float(i), float(j)) - {back} * " + (f"({step})" if " " in step else step))
         return "pos[0]", "pos[1]", step
-    p.add(f"x = float(i) - v[0] * {step}", f"y = float(j) - v[1] * {step}")
+    p.add(f"x = float(i) - {back}[0] * {step}", f"y = float(j) - {back}[1] * {step}")
     return "x", "y", step
 
 
@@ -347,7 +349,7 @@ def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, 
 def advection(rng, name, suffix, complexity):
     p = Pattern(rng, name, suffix, complexity, flavour(rng, f64=0.0))
     p.kb.dims = [rng.randint(4, 12), rng.randint(4, 12)]
-    vel = p.array(rng.choice(("velocity", "vel", "u")), T.VEC2F, lo=-1.0, hi=1.0, ndim=2)
+    vel = p.array(rng.choice(("velocity", "vel")), T.VEC2F, lo=-1.0, hi=1.0, ndim=2)
     dt = p.scalar("dt", lo=0.01, hi=0.5)
     if rng.random() < 0.35:
         return _upwind(p, vel, dt)
@@ -384,7 +386,7 @@ def advection(rng, name, suffix, complexity):
     p.add(f"{out}[i, j] = {value}")
     if not p.early_exit and p.chance(0.25):  # |u| dt / dx per cell: its maximum sets the next step
         cfl = p.array(rng.choice(("cfl", "courant")), T.FLOAT32, "out", ndim=2)
-        p.add(f"{cfl}[i, j] = {p.length(f'{vel}[i, j]')} * {cells}")
+        p.add(f"{cfl}[i, j] = {p.length('v')} * {cells}")  # v: this cell's velocity
         p.note("writes each cell's CFL number |u| dt / dx")
     what = "the velocity field along itself" if self_advect else f"the {q} field through a velocity field"
     return p.finish(rng.choice(("advect", "semi_lagrangian", "advect_field")), p.kb.dims,

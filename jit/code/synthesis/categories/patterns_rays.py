@@ -45,7 +45,7 @@ def box_hit(p: Pattern) -> str:
                 f"{INDENT}ta = (lower[axis] - ro[axis]) / d", f"{INDENT}tb = (upper[axis] - ro[axis]) / d",
                 f"{INDENT}t0 = wp.max(t0, wp.min(ta, tb))", f"{INDENT}t1 = wp.min(t1, wp.max(ta, tb))"]
     else:  # all three slabs at once with component-wise vector operations
-        body = ["# rd is unit length: a zero component divides to inf, which the min / max handle",
+        body = ["# a zero component of rd gives an infinite inverse: that slab never limits t0 or t1",
                 "inv = wp.cw_div(wp.vec3(1.0), rd)",
                 "ta = wp.cw_mul(lower - ro, inv)", "tb = wp.cw_mul(upper - ro, inv)",
                 "tmin = wp.min(ta, tb)", "tmax = wp.max(ta, tb)",
@@ -88,14 +88,19 @@ def camera_ray(p: Pattern, image: str) -> None:
     # tan(fov / 2), computed once by the caller
     fov = p.scalar(p.pick("tan_half_fov", "fov_scale"), lo=0.3, hi=1.2)
     # the horizontal pixel coordinate is stretched by the aspect ratio so that pixels stay square
-    p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect",
-          f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
-    cam = p.pick("literal", "param")
-    if cam == "param":
+    p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect")
+    if p.coin():  # row 0 at the top of the image, as image files store it
+        p.add(f"sy = 1.0 - 2.0 * (float(i) + 0.5) / float({h})")
+        p.note("puts row 0 at the top of the image")
+    else:
+        p.add(f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
+    if p.coin():  # the camera on the z axis, looking down -z from where the caller puts it
         dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
         p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
-    else:
-        p.add(f"ro = wp.vec3(0.0, {rng.choice(('0.0', '0.5', '1.0'))}, {rng.choice(('3.0', '4.0', '5.0'))})")
+    else:  # raised above the ground, still looking down -z
+        height = p.scalar(rng.choice(("camera_height", "eye_height")), lo=0.0, hi=1.0)
+        dist = p.scalar(rng.choice(("camera_distance", "eye_distance")), lo=3.0, hi=5.0)
+        p.add(f"ro = wp.vec3(0.0, {height}, {dist})")
     p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
 
 
@@ -130,8 +135,8 @@ def ray_cast(rng, name, suffix, complexity):
     w, h = rng.randint(4, 16), rng.randint(4, 16)
     p.kb.dims = [h, w]
     is_depth = rng.random() < 0.35
-    if is_depth:
-        image = p.array(rng.choice(("depth", "depth_image")), T.FLOAT32, "out", ndim=2)
+    if is_depth:  # the distance along each (unit) ray to the first hit
+        image = p.array(rng.choice(("hit_distance", "ray_depth", "distance_image")), T.FLOAT32, "out", ndim=2)
     else:
         image = p.array(rng.choice(("pixels", "image", "color")), T.VEC3F, "out", ndim=2)
     normal = None if is_depth else "n"  # a depth image needs no normals
@@ -198,7 +203,7 @@ def ray_cast(rng, name, suffix, complexity):
             depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2)
             p.add(f"{depth}[i, j] = t_min")
             p.note("writes the hit distance too")
-    what = "the depth image" if is_depth else "a diffuse-shaded image"
+    what = "the hit distance along each ray" if is_depth else "a diffuse-shaded image"
     # renders are discontinuous at silhouettes: no gradient check
     return p.finish(rng.choice(("render", "raycast", "trace_rays", "draw")), p.kb.dims, ["i", "j"],
                     purpose=f"Ray cast {what} of {scene} through a pinhole camera, one thread per pixel",

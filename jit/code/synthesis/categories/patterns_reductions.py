@@ -113,7 +113,10 @@ def atomic_reduction(rng, name, suffix, complexity):
                                 "with an atomic, on top of what the output holds",
                         differentiable=False)
     if kind == "count":
-        threshold = p.scalar(rng.choice(("threshold", "tolerance", "limit")), lo=0.0, hi=2.0)
+        names = ("threshold", "tolerance", "limit")
+        if "squared" in words:  # compared with a square: the threshold is one too
+            names = tuple(f"{n}_sq" for n in names)
+        threshold = p.scalar(rng.choice(names), lo=0.0, hi=2.0)
         count = p.array(rng.choice(("count", "num_above", "counter")), T.INT32, "out", shape=(1,))
         signed = words.endswith(" values") and "squared" not in words  # the others are never negative
         test = f"{value} > {threshold}"

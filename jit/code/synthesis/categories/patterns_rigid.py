@@ -115,7 +115,7 @@ def _body_points(p: Pattern):
     rng = p.rng
     n_bodies = rng.randint(1, 8)
     static = p.coin(0.35)  # body index -1: attached to the world
-    body = p.array(rng.choice(("shape_body", "point_body", "body_index")), T.INT32, lo=-1 if static else 0,
+    body = p.array(rng.choice(("point_body", "body_index")), T.INT32, lo=-1 if static else 0,
                    hi=n_bodies - 1)
     q = p.array(rng.choice(("body_q", "body_transforms")), T.TRANSFORMF, shape=(n_bodies,))
     local = p.array(rng.choice(("local_points", "rest_points", "shape_points")), T.VEC3F)

@@ -397,7 +397,8 @@ def fem_elements(rng, name, suffix, complexity):
         vcols = ", ".join(f"{vel}[{names[c]}] - v0" for c in range(1, corners))
         p.add(f"v0 = {vel}[{names[0]}]", f"dFdt = wp.matrix_from_cols({vcols}) * {dm}", f"P = P + dFdt * {kd}")
         p.note("adds damping on the rate of deformation")
-    vol = p.array(rng.choice(("rest_volume", "element_volume", "areas" if dim == 2 else "volumes")),
+    vol = p.array(rng.choice(("rest_area", "element_area", "areas") if dim == 2 else
+                             ("rest_volume", "element_volume", "volumes")),
                   fl.scalar, lo=0.01, hi=0.1)
     p.add(f"H = -{vol}[tid] * P * wp.transpose({dm})")
     cols = [f"f{c}" for c in range(1, corners)]

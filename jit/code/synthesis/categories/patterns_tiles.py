@@ -159,7 +159,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     total or written one per block for a second pass; a block may reduce several tiles in a loop."""
     blocks, size = rng.choice((1, 2, 4, 8)), rng.choice((32, 64))
     single = blocks == 1  # one block covers the array and stores the result itself
-    tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "BLOCK_SIZE")), size)
+    tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "TILE_LEN")), size)
     per_block = rng.choice((1, 1, 2, 4))  # tiles a block reduces
     span = w.constant(rng.choice(("TILES_PER_BLOCK", "NUM_TILES")), per_block) if per_block > 1 else None
     n = blocks * size * per_block

@@ -32,7 +32,7 @@ def outer_product(w: Writer, a, b):
 @piece("implicit_spring_system", needs={"mass": MASS, "dt": TIME_STEP, "k": STIFFNESS, "n": AXIS},
        gives={"A": SYSTEM}, says="the system matrix of an implicit step with a spring along an axis", dims=(3,))
 def implicit_spring_system(w: Writer, mass, dt, k, n):
-    w.comment("M / dt^2 + k n n^T: symmetric positive definite for positive mass")
+    w.comment("M / dt^2 + k n n^T: symmetric positive definite for a positive mass and k >= 0")
     inertia = w.let(("m_dt2", "inertia"), f"{mass} / ({dt} * {dt})")
     eye = f"wp.identity(n=3, dtype={w.style.s})"
     return {"A": w.let(("A", "H", "lhs"), f"{eye} * {inertia} + wp.outer({n}, {n}) * {k}")}

@@ -80,7 +80,8 @@ def clamped_linear_pressure(w: Writer, rho, rho0, k):
 def pressure_pair_force(w: Writer, d, r, h, mass, p_i, rho_i, p_j, rho_j):
     w.comment("p_i / rho_i^2 + p_j / rho_j^2 conserves momentum pair by pair")
     term = w.let(("term", "p_term"), f"{p_i} / ({rho_i} * {rho_i}) + {p_j} / ({rho_j} * {rho_j})")
-    return {"f": w.let(("f_pressure", "f_p"), f"{spiky_gradient(w)}({d}, {r}, {h}) * ({mass} * {term})")}
+    # per unit mass (divided by the densities): an acceleration, up to the kernel's normalisation
+    return {"f": w.let(("a_pressure", "acc_p"), f"{spiky_gradient(w)}({d}, {r}, {h}) * ({mass} * {term})")}
 
 
 @piece("viscosity_pair_force", needs={"r": DIST, "h": SMOOTHING_LENGTH, "mass": MASS, "mu": VISCOSITY,
