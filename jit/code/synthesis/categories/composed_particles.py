@@ -145,7 +145,11 @@ def integrate_particles(rng, name, suffix, complexity):
         weight = f"{mass} * " if mass else ""
         w.add(f"wp.atomic_add({ke}, 0, {w.lit(0.5)} * {weight}wp.dot({v}, {v}))")
         energy = "and sum their kinetic energy" + ("" if mass else " per unit mass")
-    purpose = f"Advance {its.noun} in {st.dim}D by {says(integrator)} under {join(['gravity', *phrases])}"
+    forces = join(['gravity', *phrases])
+    step_words = says(integrator)  # "a symplectic Euler step"
+    purpose = rng.choice((f"Advance {its.noun} in {st.dim}D by {step_words} under {forces}",
+                          f"{step_words[0].upper()}{step_words[1:]} for {st.dim}D {its.noun} under {forces}",
+                          f"Integrate {st.dim}D {its.noun} under {forces} ({step_words})"))
     if damping:
         purpose += f" with {says(damping)}"
     if limit:
