@@ -31,6 +31,8 @@ import time
 from jit.code.evaluation import baselines, bench, corruptions, score
 
 RUN_TASKS = {"py2cpp": "cpp", "cuda2py": "python", "purpose2py": "python"}
+# the module code a corrupted answer is built with but does not hold: py2cpp keeps Warp's backward kernel
+CONTEXT = {"py2cpp": lambda record: record.get("cpu_backward") or ""}
 
 
 def oracle(task: str, records: dict, seed: int, samples: int = 1) -> dict:
@@ -53,7 +55,7 @@ def corrupted(task: str, records: dict, seed: int) -> dict:
         graded = (record.get("validation") or {}).get("gradient") == "passed"
         for kind in corruptions.KINDS:
             bad = corruptions.corrupt(reference, RUN_TASKS[task], kind, random.Random(f"{seed}:{rid}:{kind}"),
-                                      forward_only=not graded)
+                                      forward_only=not graded, context=CONTEXT.get(task, lambda r: "")(record))
             if bad is not None and bad != reference:
                 grouped.setdefault(rid, []).append(bad)
                 kinds[(rid, len(grouped[rid]) - 1)] = kind

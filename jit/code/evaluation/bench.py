@@ -10,7 +10,8 @@ and the card ``out/README.md``. ``export`` reads the folder as it reads any data
 the records' content ids, so an exported test split's ids are the benchmark's.
 
 A benchmark record is a dataset record with ``metadata["bench"]``: its tier, the features the
-tier comes from, and the tasks it can be asked (``export.TASKS`` whose fields it has).
+tier comes from, the tasks it can be asked (``export.TASKS`` whose fields it has) and the wider
+launches its kernel runs (``variants``: inputs that reach the code its own launch leaves alone).
 What it leaves out: finding the kernels and their launches (``commands.bench``), scoring (``score``).
 """
 
@@ -23,13 +24,13 @@ from types import SimpleNamespace
 
 from jit.code import export
 from jit.code.engine import writers
-from jit.code.evaluation import running, tiers
+from jit.code.evaluation import running, tiers, variants
 from jit.code.records import FIELDS, Pair
 
 BENCH_FILE = "bench.json"
 SPLIT = "test"
 BATCH = 32
-BENCH_VERSION = 1
+BENCH_VERSION = 2  # 2: metadata.bench.launches
 
 
 class BenchError(Exception):
@@ -109,8 +110,8 @@ def mark(record: dict) -> dict:
     """The record with ``metadata["bench"]``: tier, features, tasks."""
     feats = tiers.features(record["python_source"])
     meta = dict(record.get("metadata") or {})
-    meta["bench"] = {"tier": tiers.tier(feats), "features": feats, "score": tiers.score(feats),
-                     "tasks": tasks_of(record)}
+    meta["bench"] = {**(meta.get("bench") or {}), "tier": tiers.tier(feats), "features": feats,
+                     "score": tiers.score(feats), "tasks": tasks_of(record)}
     return dict(record, metadata=meta)
 
 
@@ -132,7 +133,7 @@ def build(records: list[dict], out: str, seed: int = 0, excludes: list[str] = ()
     """Write the benchmark of ``records`` (each with a launch) to ``out``; returns ``bench.json``'s content."""
     records, dropped = exclude(sorted(records, key=lambda r: r["id"]), list(excludes))
     ran, rejects = attach_io(records, seed, backward)
-    marked = [mark(r) for r in ran]
+    marked = [mark(r) for r in variants.exercised(ran)]
     marked.sort(key=lambda r: (tiers.TIERS.index(r["metadata"]["bench"]["tier"]), r["id"]))
     os.makedirs(out, exist_ok=True)
     writers.write_shards(out, marked, len(marked), max(1, len(marked)), "jsonl", split=SPLIT)

@@ -43,6 +43,8 @@ SPLICED = {"py2cpp": ("cpu", False), "py2cuda": ("cuda", False), "py2cuda-adjoin
 HASHED = re.compile(r"\b([A-Za-z_]\w*?)_([0-9a-f]{8})(?![0-9A-Za-z])")  # scale_fb36e44b(_cpu_kernel_forward)
 FENCE = re.compile(r"^\s*```[\w+-]*[ \t]*\n(.*?)\n?```\s*$", re.DOTALL)
 _names = itertools.count()
+POISON = "-ftrivial-auto-var-init=pattern"  # clang: uninitialised locals hold a fixed pattern
+VARIANT = "__variant__"  # in an input set: the wider launch it is run with (1, 2, ...; 0 or none: the record's)
 
 
 class BuildError(Exception):
@@ -102,30 +104,58 @@ def positional(kernel, launch: dict) -> tuple[dict, dict]:
     return dict(launch, args=args), {mine: theirs for theirs, mine in mapping.items()}
 
 
-def _launch_all(kernel, launch: dict, inputs: list[dict], grads: dict | None = None) -> list[dict]:
-    """Outputs for each input set, keyed by the benchmark's names; with ``grads`` ({"weights":
-    {output: array}, "wrt": [input, ...]}) also ``d/<input>``: the gradient of
-    ``sum(weights * output)`` by Warp's backward kernel (``wp.Tape``)."""
-    mine, back = positional(kernel, launch)
-    plan = L.plan_from_metadata(kernel, {"launch": mine})
-    to_mine = {theirs: m for m, theirs in back.items()}
-    loss = None
-    if grads:
-        by_name = {a.name: a for a in plan.args}
-        loss = Loss(kernel, plan, [by_name[to_mine[n]] for n in grads["weights"]],
-                    [by_name[to_mine[n]] for n in grads["wrt"]],
-                    {to_mine[n]: w for n, w in grads["weights"].items()})
+def _launch_all(kernel, launch: dict, inputs: list[dict], grads: dict | None = None,
+                variants: list[dict] = ()) -> list[dict]:
+    """Every array after the launch (``arrays_after``) for each input set, keyed by the
+    benchmark's names; with ``grads`` ({"weights": {output: array}, "wrt": [input, ...]}) also
+    ``d/<input>``: the gradient of ``sum(weights * output)`` by Warp's backward kernel
+    (``wp.Tape``). A set holding
+    ``VARIANT: k`` is launched as ``variants[k - 1]`` (a wider launch of the benchmark's,
+    ``variants``), weighted by ``grads["variant_weights"][k - 1]``."""
+    launches = [launch, *variants]
+    runs: dict[int, tuple] = {}
+
+    def run_of(k: int):
+        if k not in runs:
+            mine, back = positional(kernel, launches[k])
+            plan = L.plan_from_metadata(kernel, {"launch": mine})
+            to_mine = {theirs: m for m, theirs in back.items()}
+            loss = None
+            if grads:
+                weights = grads["weights"] if k == 0 else grads["variant_weights"][k - 1]
+                by_name = {a.name: a for a in plan.args}
+                loss = Loss(kernel, plan, [by_name[to_mine[n]] for n in weights],
+                            [by_name[to_mine[n]] for n in grads["wrt"]],
+                            {to_mine[n]: w for n, w in weights.items()})
+            runs[k] = (plan, back, to_mine, loss)
+        return runs[k]
+
     out = []
     for values in inputs:
-        values = {to_mine[k]: v for k, v in values.items()}
-        got = {back[k]: v for k, v in L.run_outputs(kernel, plan, values).items()}
+        plan, back, to_mine, loss = run_of(int(values.get(VARIANT, 0)))
+        values = {to_mine[k]: v for k, v in values.items() if k != VARIANT}
+        got = {back[k]: v for k, v in arrays_after(kernel, plan, values).items()}
         if loss is not None:
             got.update({f"d/{back[k]}": v for k, v in loss.gradients(values).items()})
         out.append(got)
     return out
 
 
-def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], grads: dict | None = None) -> list[dict]:
+def arrays_after(kernel, plan, values: dict, device: str = "cpu") -> dict:
+    """Every array argument after one launch, inputs too: a kernel may write where its launch
+    says it only reads (through a ``wp.ref`` a native function stores into, say), and what it
+    writes there is what it computes as much as its outputs are."""
+    bound = L.launch(kernel, plan, values, device)
+    return {a.name: bound[a.name].numpy().copy() for a in plan.args if a.is_array and a.build is None}
+
+
+def variants_of(record: dict) -> list[dict]:
+    """The benchmark's wider launches of the record's kernel (``variants``), in order."""
+    return ((record.get("metadata") or {}).get("bench") or {}).get("launches") or []
+
+
+def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], grads: dict | None = None,
+               variants: list[dict] = ()) -> list[dict]:
     """Outputs (and gradients) of the kernel a Python text defines, for each input set (*2py)."""
     try:
         handle = wb.define([source], _module_name("py"))
@@ -139,7 +169,7 @@ def run_python(source: str, kernel_name: str, launch: dict, inputs: list[dict], 
             wp.load_module(kernel.module, device="cpu", block_dim=1)
     except Exception as exc:  # noqa: BLE001
         raise BuildError(f"{type(exc).__name__}: {exc}\n{''.join(log)[:4000]}".strip()) from None
-    return _launch_all(kernel, launch, inputs, grads)
+    return _launch_all(kernel, launch, inputs, grads, variants)
 
 
 _WARM = """import warp as wp
@@ -168,6 +198,10 @@ def warm_headers():
             kernel = handle.namespace["jit_eval_warm"]
             set_cpu_options(kernel.module, backward=False)
             with native_stderr([]):
+                wp.load_module(kernel.module, device="cpu", block_dim=1)
+                # and the header of the predictions' py2cpp builds (``poisoned``)
+                flags = poisoned({"cpu_compiler_flags": wp.get_module_options(kernel.module)["cpu_compiler_flags"]})
+                wp.set_module_options(flags, kernel.module)
                 wp.load_module(kernel.module, device="cpu", block_dim=1)
         finally:
             wp.config.kernel_cache_dir = saved
@@ -289,6 +323,13 @@ def _compile(source: str, device: str, path: str, options: dict) -> None:
         raise BuildError(f"{''.join(log).strip()[:4000] or exc}") from None
 
 
+def poisoned(options: dict) -> dict:
+    """Build options that fill every local variable the code leaves uninitialised with a pattern
+    (NaN for a float, -1 for an integer): what such a variable holds is then the same on every
+    build, and never a harmless leftover, so a dropped assignment shows in the outputs."""
+    return dict(options, cpu_compiler_flags=f"{options.get('cpu_compiler_flags') or ''} {POISON}".strip())
+
+
 def run_cpp(record: dict, prediction: str, inputs: list[dict], grads: dict | None = None) -> list[dict]:
     """Outputs of Warp's launch of the kernel whose C++ forward (and helper adjoints) is the
     prediction (py2cpp); with ``grads``, Warp's backward kernel runs on the predicted helpers."""
@@ -296,9 +337,9 @@ def run_cpp(record: dict, prediction: str, inputs: list[dict], grads: dict | Non
     folder = os.path.abspath("aot")
     with native_stderr([]):
         artifacts = wp.compile_aot_module(module, "cpu", module_dir=folder)  # Warp's meta and object file
-    _compile(source, "cpu", str(artifacts[0]), options)  # the prediction's object file in its place
+    _compile(source, "cpu", str(artifacts[0]), poisoned(options))  # the prediction's object file in its place
     wp.load_aot_module(module, "cpu", module_dir=folder)
-    return _launch_all(kernel, record["metadata"]["launch"], inputs, grads)
+    return _launch_all(kernel, record["metadata"]["launch"], inputs, grads, variants_of(record))
 
 
 def compile_cuda(task: str, record: dict, prediction: str, arch: int = wb.DEFAULT_CUDA_ARCH) -> str:
@@ -322,9 +363,14 @@ def launch_cuda(record: dict, prediction: str, inputs: list[dict]) -> list[dict]
     artifacts = wp.compile_aot_module(module, device, module_dir=folder, use_ptx=True)
     _compile(source, "cuda", str(artifacts[0]), dict(options, output_arch=device.arch))
     wp.load_aot_module(module, device, module_dir=folder, use_ptx=True)
-    mine, back = positional(kernel, record["metadata"]["launch"])
-    plan = L.plan_from_metadata(kernel, {"launch": mine})
-    return [{back[k]: v for k, v in L.run_outputs(kernel, plan, values, "cuda").items()} for values in inputs]
+    launches = [record["metadata"]["launch"], *variants_of(record)]
+    out = []
+    for values in inputs:
+        mine, back = positional(kernel, launches[int(values.get(VARIANT, 0))])
+        plan = L.plan_from_metadata(kernel, {"launch": mine})
+        values = {m: values[theirs] for m, theirs in back.items()}
+        out.append({back[k]: v for k, v in arrays_after(kernel, plan, values, "cuda").items()})
+    return out
 
 
 def as_arrays(outputs: list[dict]) -> list[dict]:

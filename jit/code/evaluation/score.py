@@ -3,8 +3,11 @@
 For each benchmark record the task applies to, the inputs are the record's stored ``io`` inputs
 and ``FRESH_SETS`` sets drawn afresh from the eval seed (a model that memorised stored outputs
 gains nothing; every second set starts its output arrays from drawn values instead of zeros, so
-an element left alone or a dropped store of zero shows); the reference outputs are the stored
-ones and, for the fresh sets, the reference kernel's (run in the sandbox like any prediction).
+an element left alone or a dropped store of zero shows), and ``variants.VARIANT_SETS`` of each wider
+launch the benchmark keeps for the kernel (``variants``: inputs that reach code the record's own
+launch leaves alone); the reference outputs are the stored ones and, for the fresh sets, the
+reference kernel's (run in the sandbox like any prediction). Every array is compared after the
+launch, inputs too (a kernel may write into one).
 Each prediction then gets:
 
 - text: exact, exact after whitespace normalisation, exact after renumbering temporaries and
@@ -30,7 +33,7 @@ import time
 import numpy as np
 
 from jit.code import export
-from jit.code.evaluation import running, sandbox, text, tiers
+from jit.code.evaluation import running, sandbox, text, tiers, variants
 from jit.code.evaluation.bench import item_index
 
 MODES = {"cuda2py": "cpu-run", "purpose2py": "cpu-run", "py2cpp": "cpu-run", "py2cuda": "compile-only",
@@ -48,7 +51,7 @@ FRESH_SETS = 8  # input sets drawn afresh per eval, besides the stored one (laun
 def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None]:
     """([the stored inputs, ``FRESH_SETS`` sets drawn from ``seed`` and the record id], the stored outputs,
     the gradient check's weights and inputs or None). Every second fresh set starts its output
-    arrays from drawn values (``prefill``).
+    arrays from drawn values (``variants.prefill``).
 
     Gradients are compared where the benchmark's gradient check passed: of ``sum(w * output)``
     over the differentiable float outputs, with weights drawn from ``seed``, by every float
@@ -69,28 +72,23 @@ def reference_io(record: dict, seed: int) -> tuple[list[dict], dict, dict | None
         rng = np.random.default_rng([seed % 2**63, item_index(record["id"])])
         drawn = [L.random_values(described, rng) for _ in range(FRESH_SETS)]
         for values in drawn[1::2]:
-            prefill(described, values, rng)
+            variants.prefill(described, values, rng)
+        plans = [L.plan_from_metadata(kernel, {"launch": v}) for v in running.variants_of(record)]
+        for k, (plan_k, launch_k) in enumerate(zip(plans, running.variants_of(record)), 1):
+            drawn += variants.variant_sets(plan_k, k, rng, launch_k)
         grads = None
         wanted = set(record["metadata"].get("differentiable_outputs") or ())
         if (record.get("validation") or {}).get("gradient") == "passed":
-            weights = {a.name: rng.uniform(0.5, 1.5, outputs[a.name].shape).astype(outputs[a.name].dtype)
-                       for a in described.outputs() if a.name in wanted and a.is_float}
+            def weights_of(p):
+                return {a.name: rng.uniform(0.5, 1.5, L.zeros(a.dtype, tuple(a.shape)).shape).astype(
+                    L.zeros(a.dtype, ()).dtype) for a in p.outputs() if a.name in wanted and a.is_float}
+            weights = weights_of(described)
             wrt = [a.name for a in described.args if a.is_array and a.role == "in" and a.is_float]
-            grads = {"weights": weights, "wrt": wrt} if weights and wrt else None
+            grads = {"weights": weights, "wrt": wrt,
+                     "variant_weights": [weights_of(p) for p in plans]} if weights and wrt else None
     finally:
         handle.release()
     return [stored, *drawn], outputs, grads
-
-
-def prefill(plan, values: dict, rng: np.random.Generator) -> None:
-    """Output arrays holding values drawn like the inputs' instead of zeros: an element a kernel
-    should leave alone, a store of zero, or a sum into the array's start then shows in the
-    outputs. Every second fresh set is launched so; the others start from zeros, as launches do."""
-    from jit.code.checks import launch as L
-
-    for a in plan.args:
-        if a.is_array and a.role == "out" and a.build is None:
-            values[a.name] = L.random_value(rng, a.dtype, tuple(a.shape), *a.range, fields=a.field_ranges)
 
 
 def _leaves(value: np.ndarray, name: str) -> list[tuple[str, np.ndarray]]:
@@ -147,7 +145,8 @@ def child_call(task: str, record: dict, prediction: str, inputs: list[dict], gra
     """What the sandboxed child runs for one prediction."""
     code = running.unfenced(prediction)
     if task in running.PYTHON_TASKS:
-        return running.run_python(code, record["kernel_name"], record["metadata"]["launch"], inputs, grads)
+        return running.run_python(code, record["kernel_name"], record["metadata"]["launch"], inputs, grads,
+                                  running.variants_of(record))
     if task == "py2cpp":
         return running.run_cpp(record, code, inputs, grads)
     running.compile_cuda(task, record, code)
@@ -198,13 +197,18 @@ def reference_outputs(record: dict, seed: int, seconds: float,
     and the fresh one, both run by the reference kernel in the sandbox (the stored set's outputs
     are the recorded ones); the stored set alone when the reference fails on the fresh one."""
     inputs, stored, grads = reference_io(record, seed)
-    ran = sandbox.contained(functools.partial(running.run_python, record["python_source"], record["kernel_name"],
-                                              record["metadata"]["launch"], inputs, grads), seconds, headers=headers)
-    if ran.status != "ok" and grads:
-        grads = None
-        ran = sandbox.contained(functools.partial(running.run_python, record["python_source"],
-                                                  record["kernel_name"], record["metadata"]["launch"], inputs),
+    variants = running.variants_of(record)
+    base = [s for s in inputs if running.VARIANT not in s]
+    # the wider launches' sets, then the gradients, are left out if the reference fails on them
+    attempts = [(inputs, grads)] + ([(base, grads)] if len(base) < len(inputs) else [])
+    attempts += [(sets, None) for sets, _ in attempts] if grads else []
+    for sets, spec in attempts:
+        ran = sandbox.contained(functools.partial(running.run_python, record["python_source"], record["kernel_name"],
+                                                  record["metadata"]["launch"], sets, spec, variants),
                                 seconds, headers=headers)
+        if ran.status == "ok":
+            inputs, grads = sets, spec
+            break
     if ran.status != "ok":
         return inputs[:1], [stored], None
     want = [dict(ran.value[0], **stored)] + ran.value[1:]
