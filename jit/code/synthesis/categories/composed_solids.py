@@ -217,7 +217,8 @@ def small_solves(rng, name, suffix, complexity):
             centers = d.array(("cluster_centers", "centers"), "vec3", shape=(n_groups,))
             center, slot, per = f"{centers}[{g}]", g, " per cluster, about each cluster's center"
         else:
-            center, slot, per = d.resolve(R.CENTER), "0", " about a center"
+            center, slot, per = d.resolve(R.CENTER, names=("center", "reference_point", "origin")), "0", \
+                " about a center"
         r = w.let(("r", "offset"), f"{x}[tid] - {center}")
         m = d.use("outer_product", a=r, b=r)["m"]
         if rng.random() < 0.5:
@@ -368,7 +369,7 @@ def material_stress(rng, name, suffix, complexity):
 def cast_rays(rng, name, suffix, complexity):
     from jit.code.synthesis.pieces.rays import FAR, LIGHT_DIR
 
-    d = draft(rng, suffix, style(rng, f64=0.1, dims=(3,)), ("Scene", "CameraParams"))
+    d = draft(rng, suffix, style(rng, f64=0.1, dims=(3,)), ("Scene", "SceneParams", "RenderParams"))
     w = d.w
     its = items(d, "rays", (16, 32, 64, 128), ("num_rays", "ray_count"), guard=0.15)
     origins = d.array(("origins", "ray_origins", "ray_o"), "vec3", lo=-1.0, hi=1.0)

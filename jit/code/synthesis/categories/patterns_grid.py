@@ -288,10 +288,9 @@ def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear"
         p.bilinear_spelling = state
     by_vec = p.coin(0.4)
     args = "pos: wp.vec2" if by_vec else "x: float, y: float"
-    head = ["x = pos[0]", "y = pos[1]"] if by_vec else []
-    clamp = p.pick("wp.clamp({a}, 0.0, {hi})", "wp.min(wp.max({a}, 0.0), {hi})")  # one spelling per helper
+    head = []
     for a, n in (("x", 0), ("y", 1)):
-        head.append(f"{a} = " + clamp.format(a=a, hi=f"float(f.shape[{n}] - 1)"))
+        head.append(f"{a} = wp.clamp({f'pos[{n}]' if by_vec else a}, 0.0, float(f.shape[{n}] - 1))")
     floor = p.pick("int(wp.floor({}))", "int({})")
     head += [f"i0 = {floor.format('x')}", f"j0 = {floor.format('y')}"]
     head += p.pick(["i1 = wp.min(i0 + 1, f.shape[0] - 1)", "j1 = wp.min(j0 + 1, f.shape[1] - 1)"],

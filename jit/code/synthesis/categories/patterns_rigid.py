@@ -212,13 +212,15 @@ def _relative_transform(p: Pattern):
     n_bodies = rng.randint(2, 8)
     q = p.array(rng.choice(("body_q", "body_transforms")), T.TRANSFORMF, shape=(n_bodies,))
     rooted = p.coin(0.4)  # parent -1: the joint attaches the child to the world
-    parent = p.array(rng.choice(("joint_parent", "parents")), T.INT32, lo=-1 if rooted else 0, hi=n_bodies - 1)
-    child = p.array(rng.choice(("joint_child", "children")), T.INT32, lo=0, hi=n_bodies - 1)
+    parent_name, child_name = rng.choice((("joint_parent", "joint_child"), ("parents", "children")))
+    parent = p.array(parent_name, T.INT32, lo=-1 if rooted else 0, hi=n_bodies - 1)
+    child = p.array(child_name, T.INT32, lo=0, hi=n_bodies - 1)
     p.guard("tid", parent, ("joint_count", p.kb.dims[0]))
     if rooted:
         p.add(f"parent = {parent}[tid]", "X_wp = wp.transform_identity()", "if parent >= 0:",
               f"{INDENT}X_wp = {q}[parent]", f"X_wc = {q}[{child}[tid]]")
     else:
+        p.why("joints between two bodies only: no parent index is -1 (the world)")
         p.add(f"X_wp = {q}[{parent}[tid]]", f"X_wc = {q}[{child}[tid]]")
     if p.chance(0.3):  # joint frames attached to the bodies
         xp = p.array(rng.choice(("joint_X_p", "parent_frame")), T.TRANSFORMF)
@@ -226,8 +228,10 @@ def _relative_transform(p: Pattern):
         p.add(f"X_wp = wp.transform_multiply(X_wp, {xp}[tid])", f"X_wc = wp.transform_multiply(X_wc, {xc}[tid])")
         p.note("includes the joint frames on both bodies")
     p.add("X_pc = wp.transform_multiply(wp.transform_inverse(X_wp), X_wc)")
-    err = p.array(rng.choice(("joint_error", "pos_error")), T.VEC3F, "out")
-    if p.chance(0.3):  # the error against a target offset, and its size
+    targeted = p.chance(0.3)  # the error against a target offset, and its size
+    err = p.array(rng.choice(("joint_error", "pos_error") if targeted else ("rel_translation", "child_offset")),
+                  T.VEC3F, "out")
+    if targeted:
         target = p.array(rng.choice(("joint_target", "target_offset")), T.VEC3F)
         p.add(f"e = wp.transform_get_translation(X_pc) - {target}[tid]", f"{err}[tid] = e")
         norm = p.array(rng.choice(("error_norm", "violation")), T.FLOAT32, "out")

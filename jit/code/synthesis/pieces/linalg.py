@@ -26,7 +26,7 @@ EPS = 1.0e-9
 @piece("outer_product", needs={"a": POINT3, "b": POINT3}, gives={"m": COVARIANCE},
        says="outer products", dims=(3,))
 def outer_product(w: Writer, a, b):
-    return {"m": w.let(("m", "outer", "apq"), f"wp.outer({a}, {b})")}
+    return {"m": w.let(("outer", "rr_t", "apq"), f"wp.outer({a}, {b})")}
 
 
 @piece("implicit_spring_system", needs={"mass": MASS, "dt": TIME_STEP, "k": STIFFNESS, "n": AXIS},
