@@ -263,7 +263,9 @@ class Liveness:
     branch, a return) or assigns a temporary; a temporary is live when an acting statement reads
     it, directly or through live temporaries. Not live: a value nothing reads, a call of a pure
     helper (``_pure_helpers``) whose value nothing reads, a primal value an adjoint replays only
-    to hand to the adjoint of a sum or a cast (which never reads it), a value multiplied by zero, and the
+    to hand to the adjoint of a sum or a cast (which never reads it) or to a product's, quotient's
+    or power's for an adjoint no compared gradient needs (``AdjointFlow``), an adjoint call that
+    changes no compared gradient, a value multiplied by zero, and the
     wrap of a negative index (``wp::where(i < 0, i + n, i)``) when ``i`` is a thread index, which
     a launch never makes negative. Zero temporaries (a constant ``0.0``, a product with one) are
     recorded so that ``x + 0`` is not swapped for the same ``x - 0``.
@@ -328,6 +330,11 @@ class Liveness:
                 elif adjoint and adjoint.group(1) == "adj_div" and len(args := _split_args(adjoint.group(2))) == 6:
                     # adj_a += adj_ret / b; a and the quotient are read only for adj_b
                     roots |= {args[1]} | ({args[0], args[2]} if args[4] in self.adjoints.live.get(start, set()) else set())
+                elif adjoint and adjoint.group(1) == "adj_pow" and len(args := _split_args(adjoint.group(2))) == 6:
+                    # adj_a += b * pow(a, b - 1) * adj_ret; the power is read only for adj_b
+                    live_adj = self.adjoints.live.get(start, set())
+                    roots |= ({args[0], args[1]} if args[3] in live_adj else set()) | \
+                        ({args[0], args[2]} if args[4] in live_adj else set())
                 else:
                     roots |= temps
                 lines.append((at, None))
