@@ -8,6 +8,7 @@ constants as an author would, ``1.0e-6``).
 
 from __future__ import annotations
 
+import ast
 import collections
 import functools
 import re
@@ -52,3 +53,44 @@ def subscript_arrays(source: str) -> str:
         return f"wp.array{nd}[{m['t']}]"
 
     return _ARRAY.sub(spelled, source)
+
+
+def merge_twins(funcs: list[str], kernel: str) -> tuple[list[str], str, bool]:
+    """One generic ``@wp.func`` (``Any`` where the types differ) for helpers written twice with the
+    same body for two value types (a scalar and a vector sampler): an author writes it once. Returns
+    the helpers, the kernel text with calls renamed, and whether ``Any`` is used."""
+    parsed = []
+    for src in funcs:
+        lines = src.split("\n")
+        fn = None
+        if len(lines) > 2 and lines[0] == "@wp.func" and lines[1].startswith("def ") and lines[1].endswith("):"):
+            fn = ast.parse(src).body[0]
+        parsed.append(fn)
+    generic, gone = False, set()
+    for a, fa in enumerate(parsed):
+        if fa is None or a in gone:
+            continue
+        for b in range(a + 1, len(parsed)):
+            fb = parsed[b]
+            if fb is None or b in gone or [x.arg for x in fa.args.args] != [x.arg for x in fb.args.args]:
+                continue
+            if [ast.dump(n) for n in fa.body] != [ast.dump(n) for n in fb.body]:
+                continue
+            kinds = [(ast.unparse(x.annotation), ast.unparse(y.annotation)) for x, y in zip(fa.args.args, fb.args.args)]
+            if all(u == v for u, v in kinds):
+                continue
+            anns = [u if u == v else re.sub(r"dtype=[^,)]+", "dtype=Any", u) if u.split("(")[0] == v.split("(")[0]
+                    and "dtype=" in u else "Any" for u, v in kinds]
+            name_a, name_b = fa.name, fb.name
+            stem = re.sub(r"_(scalar|vector|vec)(?=_|$)", "", name_a)
+            taken = set(re.findall(r"[A-Za-z_]\w*", kernel + "\n".join(funcs)))
+            name = stem if stem != name_a and stem not in taken else name_a
+            lines = funcs[a].split("\n")
+            lines[1] = f"def {name}({', '.join(f'{x.arg}: {t}' for x, t in zip(fa.args.args, anns))}):"
+            funcs[a] = "\n".join(lines)
+            calls = re.compile(rf"\b({re.escape(name_a)}|{re.escape(name_b)})\(")
+            kernel = calls.sub(f"{name}(", kernel)
+            funcs = [calls.sub(f"{name}(", f) if k != a else f for k, f in enumerate(funcs)]
+            gone.add(b)
+            generic = True
+    return [f for k, f in enumerate(funcs) if k not in gone], kernel, generic

@@ -33,6 +33,7 @@ from jit.code.synthesis import dataflow
 from jit.code.synthesis import expr as E
 from jit.code.synthesis import types as T
 from jit.code.synthesis.expr import Context, Expr
+from jit.code.synthesis.layout import merge_twins
 from jit.code.synthesis.names import Namer
 from jit.code.synthesis.types import WType
 
@@ -651,11 +652,12 @@ class KernelBuilder:
                 kept.append((t, src))
                 words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", src))
         self.structs = kept[::-1]
-        parts = ["import warp as wp"]
+        kernel = "\n".join(["@wp.kernel", f"def {self.name}({sig}):", tid, *body])
+        self.funcs, kernel, generic = merge_twins(self.funcs, kernel)
+        parts = ["from typing import Any\n\nimport warp as wp" if generic else "import warp as wp"]
         parts += [src for _, src in self.structs]
         parts += self.funcs
-        kernel = ["@wp.kernel", f"def {self.name}({sig}):", tid, *body]
-        parts.append("\n".join(kernel))
+        parts.append(kernel)
         return plain_types("\n\n\n".join(parts) + "\n")
 
     def impure_helpers(self) -> set[str]:

@@ -159,8 +159,9 @@ def body_points(rng, name, suffix, complexity):
         nout = d.array(("world_normals", "normals_world"), "vec3", "out")
         w.add(f"{nout}[tid] = {n}")
         purpose += ", with their normals rotated along"
-    return d.finish(rng.choice(("transform_points", "body_points_to_world", "update_shape_points")),
-                    [its.launch], purpose)
+    names = ("transform_points", "body_points_to_world", "update_shape_points") if contact == "none" else \
+        ("shape_point_contacts", "body_point_contacts", "update_contact_points")
+    return d.finish(rng.choice(names), [its.launch], purpose)
 
 
 @register("rotate_vectors", 0.6, source=SOURCE)

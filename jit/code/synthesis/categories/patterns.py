@@ -198,6 +198,11 @@ def docstring(purpose: str, detail: str = "") -> str:
     return "\n".join([f'{INDENT}"""{lines[0]}', *(INDENT + line for line in lines[1:]), f'{INDENT}"""'])
 
 
+# notes that say a kernel writes something more than its purpose does
+OUTPUT_VERBS = frozenset({"writes", "computes", "counts", "stores", "records", "flags", "sums", "accumulates",
+                          "rotates", "returns", "outputs", "emits", "also", "adds", "steps", "moves"})
+
+
 def sentence(text: str) -> str:
     text = text.strip()
     return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
@@ -332,6 +337,8 @@ class Pattern:
         if not notes:
             return ""
         form = self.rng.choices(("clauses", "sentences", "none"), (0.45, 0.35, 0.2))[0]
+        if form == "none" and any(note.split()[0] in OUTPUT_VERBS for note in notes):
+            form = "sentences"  # a note about another output stays: the docstring must not hide it
         if form == "clauses":
             return sentence("It " + ", ".join(notes[:-1]) + (" and " if len(notes) > 1 else "") + notes[-1])
         if form == "sentences":

@@ -762,7 +762,8 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
               f"{INDENT}horner = horner * {x} + {c}[{degree} - 1 - k]",
               "power = float(1.0)", "direct = float(0.0)", f"for k in range(wp.static(len({c}))):",
               f"{INDENT}direct += {c}[k] * power", f"{INDENT}power *= {x}",
-              "# |x| <= 1 and coefficients up to 2: both forms are within a few roundings of values of at most 8",
+              f"# |x| <= 1 and |coefficients| <= {max(abs(float(c)) for c in coeffs):g}: both forms sum four terms"
+              f" of at most that size, a few roundings apart",
               "wp.expect_near(horner, direct, 1.0e-5)",
               f"{w.at(w.out(w.pick('values_out', 'poly'), T.FLOAT32))} = horner")
         return w.finish(w.pick("test_static_horner", "check_polynomial_forms"),

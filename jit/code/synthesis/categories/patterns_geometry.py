@@ -473,6 +473,8 @@ def _bvh_overlaps(p: Pattern):
     if first:
         p.note("records one overlapping item (in traversal order), -1 for none")
     query = "ray" if by_ray else "box"
-    return p.finish(rng.choice(("count_overlaps", "broad_phase", "query_boxes")), p.kb.dims,
+    names = ("count_ray_hits", "bvh_ray_hits", "query_rays") if by_ray else ("count_overlaps", "broad_phase",
+                                                                              "query_boxes")
+    return p.finish(rng.choice(names), p.kb.dims,
                     purpose=f"Count the BVH items each {query} overlaps, as a broad phase does",
                     differentiable=False, needs="needs a wp.Bvh")

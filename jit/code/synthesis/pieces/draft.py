@@ -24,7 +24,7 @@ import textwrap
 from dataclasses import dataclass
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.layout import format_source
+from jit.code.synthesis.layout import format_source, merge_twins
 from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, Writer, plural
 from jit.code.synthesis.types import WType
 
@@ -222,7 +222,9 @@ class Draft:
                 return p(self.w, **args)
             self.results[fname] = result
             sig = ", ".join(f"{k}: {self.style.type(role.kind)}" for k, role in p.needs.items())
-            doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if self.rng.random() < 0.3 else []
+            # a helper's docstring is its piece's phrase, when that says enough ("restitution" does not)
+            told = self.rng.random() < 0.3 and len(p.says.split()) >= 3
+            doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if told else []
             body = "\n".join([*doc, *sub.lines, f"{INDENT}return {result}"])
             self.w.funcs[fname] = f"@wp.func\ndef {fname}({sig}):\n{body}"
         (give, role), = p.gives.items()
@@ -360,47 +362,6 @@ def check_names(name: str, body: str, params: list[str], helpers: set[str]) -> N
 def _local_names(role: Role) -> tuple[str, ...]:
     short = {"vec": role.name.split()[-1][:1], "scalar": role.name.split()[-1]}.get(role.kind, "value")
     return (role.name.replace(" ", "_").replace("-", "_").lower(), short)
-
-
-def merge_twins(funcs: list[str], kernel: str) -> tuple[list[str], str, bool]:
-    """One generic ``@wp.func`` (``Any`` where the types differ) for helpers written twice with the
-    same body for two value types (a scalar and a vector sampler): an author writes it once. Returns
-    the helpers, the kernel text with calls renamed, and whether ``Any`` is used."""
-    parsed = []
-    for src in funcs:
-        lines = src.split("\n")
-        fn = None
-        if len(lines) > 2 and lines[0] == "@wp.func" and lines[1].startswith("def ") and lines[1].endswith("):"):
-            fn = ast.parse(src).body[0]
-        parsed.append(fn)
-    generic, gone = False, set()
-    for a, fa in enumerate(parsed):
-        if fa is None or a in gone:
-            continue
-        for b in range(a + 1, len(parsed)):
-            fb = parsed[b]
-            if fb is None or b in gone or [x.arg for x in fa.args.args] != [x.arg for x in fb.args.args]:
-                continue
-            if [ast.dump(n) for n in fa.body] != [ast.dump(n) for n in fb.body]:
-                continue
-            kinds = [(ast.unparse(x.annotation), ast.unparse(y.annotation)) for x, y in zip(fa.args.args, fb.args.args)]
-            if all(u == v for u, v in kinds):
-                continue
-            anns = [u if u == v else re.sub(r"dtype=[^,)]+", "dtype=Any", u) if u.split("(")[0] == v.split("(")[0]
-                    and "dtype=" in u else "Any" for u, v in kinds]
-            name_a, name_b = fa.name, fb.name
-            stem = re.sub(r"_(scalar|vector|vec)(?=_|$)", "", name_a)
-            taken = set(re.findall(r"[A-Za-z_]\w*", kernel + "\n".join(funcs)))
-            name = stem if stem != name_a and stem not in taken else name_a
-            lines = funcs[a].split("\n")
-            lines[1] = f"def {name}({', '.join(f'{x.arg}: {t}' for x, t in zip(fa.args.args, anns))}):"
-            funcs[a] = "\n".join(lines)
-            calls = re.compile(rf"\b({re.escape(name_a)}|{re.escape(name_b)})\(")
-            kernel = calls.sub(f"{name}(", kernel)
-            funcs = [calls.sub(f"{name}(", f) if k != a else f for k, f in enumerate(funcs)]
-            gone.add(b)
-            generic = True
-    return [f for k, f in enumerate(funcs) if k not in gone], kernel, generic
 
 
 def docstring(purpose: str, detail: str = "") -> str:

@@ -125,7 +125,7 @@ def edge_strain(w: Writer, stretch, rest):
        gives={"f": FORCE}, says="penalty forces that push overlapping particles apart")
 def contact_penalty_force(w: Writer, n, length, reach, k):
     overlap = w.let(("overlap", "penetration"), f"wp.max({reach} - {length}, {w.lit(0.0)})")
-    w.comment("on particle i, away from j", "the force on i; j gets the opposite")
+    w.comment("on particle i, away from j", "pushes i away from j")
     return {"f": w.let(("f_contact", "f_repulse"), f"-{n} * ({k} * {overlap})")}
 
 

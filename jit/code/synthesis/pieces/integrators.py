@@ -53,7 +53,7 @@ def acceleration_from_inverse_mass(w: Writer, f, inv_mass, gravity):
         return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity}")}
     w.comment("pinned particles (zero inverse mass) do not fall",
               "gravity only for particles with mass: inv_mass == 0 marks a pinned one",
-              "wp.nonzero keeps kinematic particles (zero inverse mass) in place")
+              "wp.nonzero: no gravity on kinematic particles (zero inverse mass)")
     return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity} * wp.nonzero({inv_mass})")}
 
 
