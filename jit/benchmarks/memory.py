@@ -14,6 +14,8 @@ ids), reads each process's PSS and private dirty memory, and reports:
 - the peak PSS of the driver and of any one worker (the driver's children), and the peak of a
   worker's private dirty memory (pages no other process shares: what a worker added or
   copied on write after the fork);
+- the peak PSS of any one process further down (a worker's children, such as the short-lived
+  processes that compile MathDx LTO code for tile kernels), and how many there were;
 - each worker's PSS and private dirty memory at the ``--at`` marks (seconds after the start).
 
     python jit/benchmarks/memory.py -- jit-synth generate --count 3000 --seed 7 \\
@@ -109,6 +111,8 @@ class Figures:
     worker_peak_pss: float = 0.0  # the largest PSS any one worker reached
     worker_peak_private: float = 0.0  # the largest private dirty memory any one worker reached
     workers_seen: int = 0  # worker processes over the run (the pool replaces them)
+    other_peak_pss: float = 0.0  # the largest PSS of any one process below the workers (e.g. an LTO compile)
+    others_seen: int = 0  # processes below the workers over the run
     max_processes: int = 0  # most processes alive at once
     marks: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # "60s" -> {"pss": [...], "private": [...]}
 
@@ -123,6 +127,9 @@ class Figures:
                f"(at {at} MiB)",
                f"driver peak PSS: {self.driver_peak_pss:.0f} MiB; worker peak PSS: {self.worker_peak_pss:.0f} MiB, "
                f"worker peak private dirty: {self.worker_peak_private:.0f} MiB"]
+        if self.others_seen:
+            out.append(f"{self.others_seen} processes below the workers (e.g. LTO compiles), "
+                       f"peak PSS of one: {self.other_peak_pss:.0f} MiB")
         for mark, per in self.marks.items():
             pss = ", ".join(f"{v:.0f}" for v in per["pss"])
             private = ", ".join(f"{v:.0f}" for v in per["private"])
@@ -167,7 +174,7 @@ def summarise(series: list[Sample], seconds: float, returncode: int | None, mark
     for share in (0.25, 0.5, 0.75):
         near = min(series, key=lambda s: abs(s.t - share * seconds))
         fig.pss_at[f"{share:.0%}"] = round(near.pss / MIB, 1)
-    workers = set()
+    workers, others = set(), set()
     for s in series:
         fig.max_processes = max(fig.max_processes, len(s.processes))
         for pid, (role, pss, private) in s.processes.items():
@@ -177,14 +184,17 @@ def summarise(series: list[Sample], seconds: float, returncode: int | None, mark
                 workers.add(pid)
                 fig.worker_peak_pss = max(fig.worker_peak_pss, pss / MIB)
                 fig.worker_peak_private = max(fig.worker_peak_private, private / MIB)
-    fig.workers_seen = len(workers)
+            else:
+                others.add(pid)
+                fig.other_peak_pss = max(fig.other_peak_pss, pss / MIB)
+    fig.workers_seen, fig.others_seen = len(workers), len(others)
     for mark in marks:
         if mark <= series[-1].t:
             near = min(series, key=lambda s: abs(s.t - mark))
             ws = [p for p in near.processes.values() if p[0] == "worker"]
             fig.marks[f"{mark:g}s"] = {"pss": [round(p[1] / MIB, 1) for p in ws],
                                        "private": [round(p[2] / MIB, 1) for p in ws]}
-    for name in ("peak_pss", "mean_pss", "driver_peak_pss", "worker_peak_pss", "worker_peak_private"):
+    for name in ("peak_pss", "mean_pss", "driver_peak_pss", "worker_peak_pss", "worker_peak_private", "other_peak_pss"):
         setattr(fig, name, round(getattr(fig, name), 1))
     return fig
 

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
+import functools
+import hashlib
+import json
 import linecache
 import multiprocessing.util
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -49,7 +55,173 @@ def init() -> None:
             with native_stderr_silenced():  # the native "no CUDA driver" notice; NVRTC still works
                 wp.init()
             _own_pch_folders()
+            _own_lto_compiles()
             _initialised = True
+
+
+# ---------------------------------------------------------------------------------------------
+# MathDx LTO code: compiled in a child process, one compile at a time per host and cache folder
+
+LTO_COMPILERS = ("wp_cuda_compile_dot", "wp_cuda_compile_fft", "wp_cuda_compile_solver")
+LTO_IN_PROCESS_ENV = "JIT_SYNTH_LTO_IN_PROCESS"  # "1": compile in the calling process, as Warp does
+LTO_MARK = "jit-synth-lto-result:"
+
+_lto_native: dict[str, Any] = {}  # Warp's own ctypes function of each of LTO_COMPILERS
+_lto_in_child = True
+
+# The child: only Warp (the caller's), initialised quietly; it makes the one native call and prints
+# its result (and the value of each output argument) after a marker.
+_LTO_CHILD = r"""
+import ctypes, json, os, sys
+request = json.loads(sys.stdin.read())
+if request["path"] not in sys.path:
+    sys.path.append(request["path"])
+import warp as wp
+if hasattr(wp.config, "log_level"):
+    wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
+else:
+    wp.config.quiet = True
+saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+os.dup2(null, 2)
+try:
+    wp.init()
+finally:
+    os.dup2(saved, 2)
+from warp._src import context
+args, outs = [], {}
+for i, a in enumerate(request["args"]):
+    if isinstance(a, dict):
+        outs[i] = ctypes.c_int(a["out"])
+        args.append(ctypes.byref(outs[i]))
+    else:
+        args.append(os.fsencode(a) if isinstance(a, str) else a)
+ok = getattr(context.runtime.core, request["name"])(*args)
+sys.stdout.flush()
+print("\n" + request["mark"] + json.dumps({"ok": bool(ok), "outs": {i: v.value for i, v in outs.items()}}), flush=True)
+"""
+
+
+def _own_lto_compiles() -> None:
+    """Compile Warp's MathDx LTO code (``tile_matmul``, ``tile_fft``, ``tile_cholesky`` and the
+    solvers) in a short-lived child process, one compile at a time per host and LTO cache folder.
+
+    Warp compiles the LTO code of a tile kernel while it generates the kernel's CUDA code, when
+    its LTO cache lacks it: a GEMM's compile peaks at about 1.4 GiB, which stays in the process
+    that asked (glibc keeps freed pages) and adds up when every worker compiles at once. The
+    child (``python -c``, importing only Warp) makes the same native call with the same
+    arguments; Warp's own code around it (cache check, temporary folder, rename into the cache,
+    reading the file back) runs unchanged in the caller, so the generated code is the same. A
+    lock around Warp's ``_build_lto_base`` lets one process compile at a time on the host; a
+    process that waited finds the LTO in the cache when another process built the same one.
+    Set ``JIT_SYNTH_LTO_IN_PROCESS=1`` to compile in the calling process, as Warp does.
+
+    Warp 1.19 internals used: ``runtime.core.wp_cuda_compile_{dot,fft,solver}`` (ctypes functions
+    whose arguments are bytes, ints, None and, for the FFT, ``byref(c_int)``), and in
+    ``warp._src.build`` ``_build_lto_base``, ``get_lto_cache_dir``, ``hash_symbol`` and
+    ``LTO_CACHE_KEY_LENGTH``. A Warp without one of them keeps that part in process; a call with
+    an argument of another kind is made in process.
+    """
+    core = getattr(_context.runtime, "core", None)
+    if core is None or os.environ.get(LTO_IN_PROCESS_ENV) == "1":
+        return
+    for name in LTO_COMPILERS:
+        native = getattr(core, name, None)
+        if native is not None and name not in _lto_native:
+            _lto_native[name] = native
+            setattr(core, name, functools.partial(_compile_lto, name))
+    from warp._src import build as _build
+
+    base = getattr(_build, "_build_lto_base", None)
+    if base is not None and not getattr(base, "_jit_synth_serialised", False):
+        _build._build_lto_base = _serialised(base)
+
+
+@contextlib.contextmanager
+def lto_compiled_in_process() -> Iterator[None]:
+    """Compile LTO code in this process meanwhile (Warp's own behaviour), e.g. to compare."""
+    global _lto_in_child
+    saved, _lto_in_child = _lto_in_child, False
+    try:
+        yield
+    finally:
+        _lto_in_child = saved
+
+
+def _compile_lto(name: str, *args):
+    """Warp's native LTO compile ``name`` with ``args``, made by a child process."""
+    native = _lto_native[name]
+    if not _lto_in_child or not sys.executable:
+        return native(*args)
+    request, outs = [], {}
+    for i, arg in enumerate(args):
+        if isinstance(arg, bytes):
+            request.append(os.fsdecode(arg))
+        elif arg is None or isinstance(arg, (bool, int)):
+            request.append(arg)
+        elif isinstance(getattr(arg, "_obj", None), ctypes.c_int):  # ctypes.byref(c_int): an output
+            outs[i] = arg._obj
+            request.append({"out": arg._obj.value})
+        else:  # an argument this does not know how to pass on (a newer Warp): compile here
+            return native(*args)
+    warp_root = os.path.dirname(os.path.dirname(os.path.abspath(wp.__file__)))  # this process's Warp
+    request = {"name": name, "args": request, "mark": LTO_MARK, "path": warp_root}
+    done = subprocess.run([sys.executable, "-c", _LTO_CHILD], input=json.dumps(request), stdout=subprocess.PIPE,
+                          text=True, check=False)
+    text, _, result = done.stdout.rpartition("\n" + LTO_MARK)
+    if text.strip():
+        sys.stdout.write(text.strip("\n") + "\n")  # what the compiler printed, as it would have in-process
+    if not result:
+        raise RuntimeError(f"the child process compiling LTO code ended without a result (exit code {done.returncode})")
+    result = json.loads(result)
+    for i, value in result["outs"].items():
+        outs[int(i)].value = value
+    return result["ok"]
+
+
+def _serialised(base):
+    """Warp's ``_build_lto_base``, holding the host's LTO lock while it may compile."""
+
+    @functools.wraps(base)
+    def build(lto_symbol, compile_func, builder, extra_files=None):
+        if not _lto_in_child or _lto_cached(lto_symbol, extra_files):
+            return base(lto_symbol, compile_func, builder, extra_files)
+        with _lto_lock():
+            return base(lto_symbol, compile_func, builder, extra_files)
+
+    build._jit_synth_serialised = True
+    return build
+
+
+def _lto_cached(symbol: str, extra_files) -> bool:
+    """True if Warp's LTO cache has every file of ``symbol`` (Warp still checks them itself)."""
+    from warp._src import build as _build
+
+    try:
+        stem = os.path.join(_build.get_lto_cache_dir(), _build.hash_symbol(symbol)[:_build.LTO_CACHE_KEY_LENGTH])
+    except AttributeError:  # a Warp without these helpers: take the lock
+        return False
+    return all(os.path.exists(stem + ext) for ext in (".lto", *(extra_files or {})))
+
+
+@contextlib.contextmanager
+def _lto_lock() -> Iterator[None]:
+    """A lock every process of this host holds while it compiles into the same LTO cache folder."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    from warp._src import build as _build
+
+    folder = os.path.realpath(_build.get_lto_cache_dir())
+    key = hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"jit-synth-lto-{key}.lock")
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +338,13 @@ def cuda_device_available() -> bool:
 def nvrtc_available() -> bool:
     init()
     return bool(getattr(_context.runtime, "toolkit_version", None))
+
+
+def mathdx_available() -> bool:
+    """True if this Warp can compile MathDx LTO code (tile_matmul, tile_fft, tile_cholesky)."""
+    init()
+    core = getattr(_context.runtime, "core", None)
+    return bool(core is not None and hasattr(core, "wp_is_mathdx_enabled") and core.wp_is_mathdx_enabled())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -188,10 +188,11 @@ def _malloc_trim():
 def trim_native_heap() -> None:
     """Give the native heap's freed pages back to the OS (glibc's ``malloc_trim``; elsewhere nothing).
 
-    When the LTO code of a tile kernel (``tile_matmul``, ``tile_fft``, ``tile_cholesky``) is not in
-    Warp's kernel cache yet, Warp compiles it in this process while it generates CUDA code. That
-    frees what it used, but glibc keeps the freed pages: a worker held 1.4-1.7 GB after a few such
-    builds instead of about 100 MB. Called after every batch; it costs milliseconds.
+    glibc keeps pages a worker freed. It mattered most when Warp compiled the MathDx LTO code of
+    tile kernels (``tile_matmul``, ``tile_fft``, ``tile_cholesky``) in the worker: a worker held
+    1.4-1.7 GB after a few such builds instead of about 100 MB. Those compiles now run in a child
+    process (``warp_backend._own_lto_compiles``); the trim still returns what a batch's own
+    builds freed. Called after every batch; it costs milliseconds.
     """
     trim = _malloc_trim()
     if trim is not None:
