@@ -203,6 +203,7 @@ def _norms(w: Writer, rng: random.Random) -> CheckKernel:
            f"wp.expect_near(l1, {' + '.join(f'wp.abs({x}[{k}])' for k in range(n))}, {tol})"])
     pseudo = ("norm_pseudo_huber is the length of (v, delta)",
               [f"pseudo = wp.norm_pseudo_huber({x}, {delta})",
+               "# Warp's pseudo-Huber norm is delta * sqrt(1 + |v|^2 / delta^2), with no - 1",
                f"wp.expect_near(pseudo, wp.sqrt({w.typed(f, d * d)} + r * r), {tol})"])
     stored, other = (l1, pseudo) if store == "norm_l1" else (pseudo, l1)
     what = w.checks([

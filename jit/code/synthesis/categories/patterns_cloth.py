@@ -155,12 +155,15 @@ def _aero(p: Pattern, x: str, names: list[str], forces: str, n_vertices: int):
         p.note("takes the velocity relative to the wind")
     drag = p.scalar(rng.choice(("k_drag", "drag")), lo=0.0, hi=1.0)
     p.add("vn = wp.dot(n, vmid)")
-    quad = p.pick("vn * wp.abs(vn)", "vn * wp.length(vmid)")
+    lifted = p.chance(0.5)
+    quad = p.pick("vn * wp.abs(vn)", "vn * speed")
+    if quad.endswith("speed") or lifted:  # the speed, once, for the drag and the lift
+        p.add("speed = wp.length(vmid)")
     p.add(f"f = n * (-{drag} * area * {quad})")
-    if p.chance(0.5):
+    if lifted:
         lift = p.scalar(rng.choice(("k_lift", "lift")), lo=0.0, hi=1.0)
         # lift acts across the flow: the part of the normal perpendicular to the relative velocity
-        p.add("speed = wp.length(vmid)", "if speed > 1.0e-6:", f"{INDENT}vdir = vmid / speed",
+        p.add("if speed > 1.0e-6:", f"{INDENT}vdir = vmid / speed",
               f"{INDENT}lift_dir = wp.cross(wp.cross(n, vdir), vdir)",
               f"{INDENT}f = f + lift_dir * ({lift} * area * vn * speed)")
         p.note("adds lift perpendicular to the relative velocity")

@@ -145,7 +145,7 @@ def ray_cast(rng, name, suffix, complexity):
         far = p.scalar("max_t", lo=50.0, hi=100.0)
     else:  # a distance no hit reaches: pixels still at it saw nothing
         far = "no_hit"
-        p.add("no_hit = float(1.0e6)")
+        p.add("no_hit = 1.0e6")
     p.add(f"t_min = {far}")
     if normal:
         p.add("n = wp.vec3(0.0)")

@@ -365,13 +365,15 @@ def fem_elements(rng, name, suffix, complexity):
         st = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)
         mu, lam = f"{st}.mu", f"{st}.lam"
     elif mat == "arrays":  # per-element material
-        mus = p.array(rng.choice(("element_mu", "materials_mu")), fl.scalar, lo=0.5, hi=5.0)
-        lams = p.array(rng.choice(("element_lambda", "materials_lambda")), fl.scalar, lo=0.5, hi=5.0)
+        prefix = rng.choice(("element", "tet", "material"))  # the two Lame parameters named as a pair
+        mus = p.array(f"{prefix}_mu", fl.scalar, lo=0.5, hi=5.0)
+        lams = p.array(f"{prefix}_lambda", fl.scalar, lo=0.5, hi=5.0)
         p.add(f"mu = {mus}[tid]", f"lam = {lams}[tid]")
         mu, lam = "mu", "lam"
     else:
-        mu = p.scalar(rng.choice(("k_mu", "mu")), lo=0.5, hi=5.0)
-        lam = p.scalar(rng.choice(("k_lambda", "lam")), lo=0.5, hi=5.0)
+        mu, lam = rng.choice((("k_mu", "k_lambda"), ("mu", "lam")))
+        mu = p.scalar(mu, lo=0.5, hi=5.0)
+        lam = p.scalar(lam, lo=0.5, hi=5.0)
     eye = identity(fl, dim)
     model = rng.choice(("linear", "stvk", "neo_hookean"))
     if mat == "arrays":
