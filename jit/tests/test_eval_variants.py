@@ -121,13 +121,14 @@ def test_the_oracle_still_scores_everything(built):
         assert result["tiers"]["all"]["matches"] == 100.0, rows
 
 
-def test_a_dropped_assignment_reads_a_poisoned_value(built):
+def test_a_dropped_assignment_reads_a_poisoned_value(built, tmp_path, monkeypatch):
     # the poisoned py2cpp build fills an uninitialised float with a NaN pattern: a dropped
     # assignment cannot hold a harmless leftover
     record = built["last_cell"]
     answer = baselines.oracle({record["id"]: record}, "py2cpp")[record["id"]][0]
     store = next(line for line in answer.splitlines() if "wp::mul(" in line)  # 0.5 * a[i]
     bad = answer.replace(store + "\n", "", 1)
+    monkeypatch.chdir(tmp_path)  # run_cpp builds in the working folder, as in its sandbox
     inputs, _, _ = score.reference_io(record, 1)
     grid = [s for s in inputs if s.get(running.VARIANT)]
     got = running.run_cpp(score.blind(record), bad, grid[:1])[0]["out"]
