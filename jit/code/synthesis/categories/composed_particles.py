@@ -16,7 +16,7 @@ from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.pieces import PIECES, Draft
 from jit.code.synthesis.pieces import roles as R
 from jit.code.synthesis.pieces.base import INDENT, Role
-from jit.code.synthesis.pieces.kit import (RESPONSES, Items, active_mask, collide,
+from jit.code.synthesis.pieces.kit import (EXCLUSIVE, RESPONSES, Items, active_mask, collide,
                                            corner, draft, endpoints, items, join, neighbour_loop, particle_state,
                                            pick_weighted, pick_weighted_colliders, says, scatter_pair, store_state, style, total)
 
@@ -49,6 +49,8 @@ def effects(rng, pool: dict[str, float], k: int) -> list[str]:
             drop |= DISSIPATION
         if name in ("ground_penalty_force", "collider:ground", "collider:box"):
             drop |= {"ground_penalty_force", "collider:ground", "collider:box"}
+        if name.startswith("collider:"):  # an SDF keeps the radius off its surface, the others take points
+            drop |= {f"collider:{c}" for c in EXCLUSIVE.get(name.split(":")[1], ())}
         if sum(c.startswith("collider:") for c in chosen) == 2:
             drop |= {c for c in pool if c.startswith("collider:")}
         pool = {n: wt for n, wt in pool.items() if n not in drop}

@@ -248,14 +248,20 @@ def collide(d: Draft, x: str, v: str, colliders: list[str], response: str) -> tu
     return x, v, text
 
 
+EXCLUSIVE = {"ground": {"box", "sdf"}, "box": {"ground"}, "sphere": {"sdf"}, "sdf": {"ground", "sphere"}}
+
+
 def pick_weighted_colliders(rng: random.Random) -> list[str]:
     """None, one or two distinct colliders, the ground the most often; never the ground and a box,
-    whose floor is a ground of its own."""
+    whose floor is a ground of its own, and never an SDF (which keeps a particle's radius off its
+    surface) beside a plane or sphere that treats particles as points."""
     pool, chosen = {"ground": 3, "sphere": 2, "box": 2, "sdf": 1}, []
     for _ in range(rng.choice((0, 1, 1, 1, 2))):
+        if not pool:
+            break
         name = rng.choices(list(pool), list(pool.values()))[0]
         chosen.append(name)
-        for gone in ({"ground", "box"} if name in ("ground", "box") else {name}):
+        for gone in {name} | EXCLUSIVE.get(name, set()):
             pool.pop(gone, None)
     return chosen
 
