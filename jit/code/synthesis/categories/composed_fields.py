@@ -48,9 +48,6 @@ def diffuse_grid(rng, name, suffix, complexity):
     if rng.random() < 0.3:
         c_new = d.use("grid_decay", c=c_new)["c"]
         extra.append(says("grid_decay"))
-    if rng.random() < 0.3:
-        c_new = d.use("nonnegative", c=c_new)["c"]
-        extra.append(says("nonnegative"))
     w.add(f"{out}[{g.at}] = {c_new}")
     what = f"Diffuse a scalar field by {says('explicit_diffusion')} with {says(f'laplacian_{dim}d')}"
     if extra:
@@ -222,9 +219,6 @@ def advect_grid(rng, name, suffix, complexity):
     if not vector and rng.random() < 0.4:
         value = d.use("grid_decay", c=value)["c"]
         extra.append(says("grid_decay"))
-    if not vector and rng.random() < 0.3:
-        value = d.use("nonnegative", c=value)["c"]
-        extra.append(says("nonnegative"))
     if extra:
         tail = f", with {join(extra)}"
     w.add(f"{out}[{g.at}] = {value}")
@@ -478,7 +472,7 @@ def particle_grid_transfer(rng, name, suffix, complexity):
 
 @register("grid_source", 0.5, source=SOURCE)
 def grid_source(rng, name, suffix, complexity):
-    d = grid_draft(rng, suffix, ("SourceParams", "Emitter"))
+    d = grid_draft(rng, suffix, ("SourceParams", "InjectParams"))
     dim, w, st = d.style.dim, d.w, d.style
     g, field = grid(d, ("density", "smoke", "temperature", "dye"), dim, boundary="interior")
     out = d.array((f"{field}_out", f"{field}_new"), "scalar", "out")

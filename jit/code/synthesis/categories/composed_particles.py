@@ -412,7 +412,7 @@ def pbd_update(rng, name, suffix, complexity):
         store_state(state, {"v": out["v"]})
         w.add(f"{pred}[tid] = {out['x']}")
         purpose = f"Predict {d.style.dim}D particle positions for a position-based step by " \
-                  f"{says('symplectic_euler')} under {loads}"
+                  f"{says('symplectic_euler')} under {loads}, updating the velocities in place"
         base = rng.choice(("predict_positions", "pbd_predict", "integrate_predict"))
     return d.finish(base, [its.launch], purpose)
 

@@ -322,7 +322,8 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
     w.add("# / truncates toward zero and % takes the sign of the dividend",
           f"q = {a} / {d}", f"r = {a} % {d}",
           f"wp.expect_eq(q * {d} + r, {a})",
-          "# // rounds toward negative infinity: one less than q when the remainder is negative",
+          "# in Warp, as in Python, // rounds toward negative infinity: one less than q when the remainder"
+          " is negative",
           f"floored = {a} // {d}",
           f"wp.expect_eq(floored, q - {w.typed(t, 1)} if r < {w.typed(t, 0)} else q)")
     extra = [("the remainder is smaller than the divisor", [f"wp.expect_eq(wp.abs(r) < {d}, True)"]),
@@ -368,7 +369,7 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
     bits, k = BITS[t.name], rng.randint(1, 4)
     if t.kind == "int":  # left shifts of negative values are undefined in C: signed kernels shift right only
         hi = 2 ** min(bits - 2, 40)
-        x = w.load("x", w.array(w.pick("values", "offsets", "codes"), t, -hi, hi))
+        x = w.load("x", w.array(w.pick("values", "numbers", "codes"), t, -hi, hi))
         w.add("# an arithmetic right shift floors, like //",
               f"shifted = {x} >> {w.typed(t, k)}", f"wp.expect_eq(shifted, {x} // {w.typed(t, 2**k)})",
               f"wp.expect_eq(shifted * {w.typed(t, 2**k)} + ({x} & {w.typed(t, 2**k - 1)}), {x})",
@@ -479,7 +480,7 @@ def _minmax(w: Writer, rng: random.Random) -> CheckKernel:
 def _abs_sign(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.pick(*INTS.values(), T.FLOAT32, T.FLOAT64)
     lo, hi = (-100, 100) if t.kind == "int" else (-8.0, 8.0)  # never the most negative int, whose abs overflows
-    x = w.load("x", w.array(w.pick("values", "offsets", "deltas"), t, lo, hi))
+    x = w.load("x", w.array(w.pick("values", "numbers", "deltas"), t, lo, hi))
     w.add(f"magnitude = wp.abs({x})")
     what = w.checks([("wp.abs times wp.sign gives back the value",
                       ["# sign is -1 below zero and 1 otherwise", f"wp.expect_eq(magnitude * wp.sign({x}), {x})"]),

@@ -50,7 +50,7 @@ NAMES = {  # kind -> the names a kernel of that kind takes
     "transpose": ("transpose", "transpose_tiled", "tile_transpose_matrix"),
     "symmetrize": ("symmetrize", "symmetric_part", "sym_part"),
     "scan": ("block_scan", "prefix_sum", "scan_blocks"),
-    "running": ("running_extreme", "scan_extremes", "block_running_extreme"),
+    "running": tuple(f"{form}_{which}" for which in ("max", "min") for form in ("running", "scan", "block_running")),
     "lerp": ("blend_tiles", "lerp_fields", "mix_tiles"),
     "fma": ("fused_multiply_add", "scale_shift", "multiply_add"),
     "clip": ("clip_to_bounds", "clamp_tiles", "box_clamp"),
@@ -439,7 +439,8 @@ def _running(w: Writer, rng: random.Random) -> TileKernel:
     if extremes:
         w.add(f"{extremes}[i] = s[{tile} - 1]")
     word = "maximum" if which == "max" else "minimum"
-    return w.finish(rng.choice(NAMES["running"]), [blocks], rng.choice(BLOCK_DIMS),
+    names = (f"running_{which}", f"scan_{which}", f"block_running_{which}")  # the name says which extreme
+    return w.finish(rng.choice(names), [blocks], rng.choice(BLOCK_DIMS),
                     f"Running {word} of {x} within each block of {size} values",
                     f"It writes each block's {word} to {extremes}" if extremes else "", differentiable=False)
 
