@@ -373,7 +373,7 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
         w.add("# an arithmetic right shift floors, like //",
               f"shifted = {x} >> {w.typed(t, k)}", f"wp.expect_eq(shifted, {x} // {w.typed(t, 2**k)})",
               f"wp.expect_eq(shifted * {w.typed(t, 2**k)} + ({x} & {w.typed(t, 2**k - 1)}), {x})",
-              f"{w.at(w.out(w.pick('halved', 'shifted_out'), t))} = shifted")
+              f"{w.at(w.out(w.pick('shifted_out', 'quotients'), t))} = shifted")
         return w.finish(w.pick("test_arithmetic_shift", "check_shift_right_signed"),
                         f"Check that a right shift of {t.name} values floors for every signed input",
                         f"Shifting by {k} matches // {2**k} and drops exactly the low {'bit' if k == 1 else f'{k} bits'}")

@@ -222,20 +222,20 @@ def spring_forces(rng, name, suffix, complexity):
         # a spring of zero length has no direction: skip it, or divide by a floor on the length
         form = p.pick("return", "max")
         if form == "return":
-            p.add(f"if l < {eps}:", f"{INDENT}return", "dir = d / l")
+            p.add(f"if l < {eps}:", f"{INDENT}return", "direction = d / l")
         else:
-            p.add(f"dir = d / wp.max(l, {eps})")
+            p.add(f"direction = d / wp.max(l, {eps})")
         p.add(f"c = l - {rest}")
         if damped:
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             if p.coin():
-                p.add(f"dcdt = wp.dot(dir, {v}[{j}] - {v}[{i}])", f"f = dir * ({ke} * c + {kd} * dcdt)")
+                p.add(f"dcdt = wp.dot(direction, {v}[{j}] - {v}[{i}])", f"f = direction * ({ke} * c + {kd} * dcdt)")
             else:
-                p.add(f"vrel = {v}[{j}] - {v}[{i}]", f"fs = {ke} * c + {kd} * wp.dot(vrel, dir)", "f = fs * dir")
+                p.add(f"vrel = {v}[{j}] - {v}[{i}]", f"fs = {ke} * c + {kd} * wp.dot(vrel, direction)", "f = fs * direction")
             p.note("damps the rate of stretch along the spring")
         else:
-            p.add(f"f = dir * ({ke} * c)")
+            p.add(f"f = direction * ({ke} * c)")
         if form == "max" and p.chance(0.3):  # every spring writes its entry: no early return
             energy = p.array(rng.choice(("spring_energy", "energies")), fl.scalar, "out")
             p.add(f"{energy}[tid] = {fl.lit(0.5)} * {ke} * c * c")

@@ -365,7 +365,8 @@ def fem_elements(rng, name, suffix, complexity):
         st = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)
         mu, lam = f"{st}.mu", f"{st}.lam"
     elif mat == "arrays":  # per-element material
-        prefix = rng.choice(("element", "tet", "material"))  # the two Lame parameters named as a pair
+        # the two Lame parameters named as a pair
+        prefix = rng.choice(("element", "tri" if dim == 2 else "tet", "material"))
         mus = p.array(f"{prefix}_mu", fl.scalar, lo=0.5, hi=5.0)
         lams = p.array(f"{prefix}_lambda", fl.scalar, lo=0.5, hi=5.0)
         p.add(f"mu = {mus}[tid]", f"lam = {lams}[tid]")

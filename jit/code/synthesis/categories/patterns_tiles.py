@@ -480,7 +480,7 @@ def _elementwise(w: Writer, rng: random.Random) -> TileKernel:
     kind = rng.choice(sorted(ELEMENTWISE))
     helper, args, body, says, ranges = ELEMENTWISE[kind]
     fn = w.name(helper)
-    why = "# tile_map takes a function of the elements: a helper passes three tiles to wp.clamp\n" if kind == "clip" else ""
+    why = "# tile_map applies a function to each element: the helper clamps one value with wp.clamp\n" if kind == "clip" else ""
     w.funcs.append(f"{why}@wp.func\ndef {fn}({', '.join(f'{a}: {w.spell}' for a in args)}):\n{INDENT}return {body}")
     size = rng.choice((8, 16))
     bi, bj = rng.choice(GRIDS[size])

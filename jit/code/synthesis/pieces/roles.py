@@ -38,7 +38,7 @@ SPRING_DAMPING = Role("spring damping", "scalar", 0.0, 1.0, ("damping", "kd", "s
 # springs and constraints carry their own rest lengths (one shared length is a special case)
 REST_LENGTH = Role("rest length", "scalar", 0.1, 1.0, ("rest_length", "rest_lengths", "spring_rest_length"),
                    per_item=1.0)
-ANCHOR = Role("anchor position", "vec", -1.0, 1.0, ("anchor", "rest_positions", "targets"), per_item=0.8)
+ANCHOR = Role("anchor position", "vec", -1.0, 1.0, ("anchor", "anchors", "anchor_positions"), per_item=0.8)
 ANCHOR_STIFFNESS = Role("tether stiffness", "scalar", 1.0, 20.0, ("tether_stiffness", "k_anchor", "pin_stiffness"))
 COMPLIANCE = Role("compliance", "scalar", 0.0, 1.0e-3, ("compliance", "alpha"), per_item=0.3)
 RELAXATION = Role("relaxation factor", "scalar", 0.2, 1.0, ("relaxation", "stiffness", "omega"))
