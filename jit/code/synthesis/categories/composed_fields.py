@@ -147,7 +147,7 @@ def pressure_solve(rng, name, suffix, complexity):
         div = d.array(("div", "divergence", "rhs"), "scalar")
         out = d.array(("pressure_out", "p_out", "p_new"), "scalar", "out")
         interior_guard(g, [(out, g.read(p))])
-        solid = solid_cells(d, g, out, d.style.lit(0.0))
+        solid = solid_cells(d, g, out, d.style.lit(0.0), free_surface=True)
         d.gather_here()
         p_new = d.use(f"jacobi_pressure_{dim}d", div=g.read(div), **g.neighbours(p))["p"]
         w.add(f"{out}[{g.at}] = {p_new}")

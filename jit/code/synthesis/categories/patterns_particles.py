@@ -72,7 +72,11 @@ def particle_integration(rng, name, suffix, complexity):
     else:
         p.add(f"v = v + {gravity} * {dt}")
     if damping is not None:
-        p.add(rng.choice((f"v = v * ({fl.lit(1.0)} - {damping} * {dt})", f"v = v * wp.exp(-{damping} * {dt})")))
+        linear = f"v = v * ({fl.lit(1.0)} - {damping} * {dt})"
+        line = rng.choice((linear, f"v = v * wp.exp(-{damping} * {dt})"))
+        if line == linear:
+            p.why("first order in damping * dt, which stays well below 1 at these steps")
+        p.add(line)
         p.note("damps the velocity")
     if p.chance(0.3):
         vmax = p.scalar("max_speed", lo=1.0, hi=10.0)

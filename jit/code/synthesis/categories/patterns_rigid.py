@@ -71,6 +71,8 @@ def _integrate_bodies(p: Pattern):
     exponential = p.coin()  # one damping model for both velocities
     if p.chance(0.4):
         damp = p.scalar(rng.choice(("angular_damping", "angular_drag")), lo=0.0, hi=0.5)
+        if not exponential:
+            p.why("first order in damping * dt, which stays well below 1 at these steps")
         p.add(f"w = w * wp.exp(-{damp} * {dt})" if exponential else f"w = w * (1.0 - {damp} * {dt})")
         p.note("damps the angular velocity")
     if p.chance(0.25):

@@ -367,13 +367,18 @@ def interior_guard(g: Grid, keep: list[tuple[str, str]]) -> None:
         w.add("return")
 
 
-def solid_cells(d: Draft, g: Grid, out: str, value: str) -> str:
-    """Sometimes a mask of obstacle cells: they get ``value`` and nothing else happens there."""
+def solid_cells(d: Draft, g: Grid, out: str, value: str, free_surface: bool = False) -> str:
+    """Sometimes a mask of cells held at ``value`` where nothing else happens: obstacles (a velocity
+    held at zero), or with ``free_surface`` the air around a liquid (a pressure held at zero, which
+    its neighbours read as the free-surface condition)."""
     if d.rng.random() >= 0.3:
         return ""
-    solid = d.array(("solid", "obstacle", "cell_is_solid"), T.INT32, lo=0, hi=1)
-    with d.w.block(f"if {g.read(solid)} != 0"):
+    names = ("air", "is_air", "empty_cell") if free_surface else ("solid", "obstacle", "cell_is_solid")
+    mask = d.array(names, T.INT32, lo=0, hi=1)
+    with d.w.block(f"if {g.read(mask)} != 0"):
         d.w.add(f"{out}[{g.at}] = {value}", "return")
+    if free_surface:
+        return "; air cells are held at zero pressure (a free surface)"
     return "; solid cells are held at zero"
 
 
