@@ -74,8 +74,6 @@ _lto_in_child = True
 _LTO_CHILD = r"""
 import ctypes, json, os, sys
 request = json.loads(sys.stdin.read())
-if request["path"] not in sys.path:
-    sys.path.append(request["path"])
 import warp as wp
 if hasattr(wp.config, "log_level"):
     wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
@@ -164,9 +162,10 @@ def _compile_lto(name: str, *args):
         else:  # an argument this does not know how to pass on (a newer Warp): compile here
             return native(*args)
     warp_root = os.path.dirname(os.path.dirname(os.path.abspath(wp.__file__)))  # this process's Warp
-    request = {"name": name, "args": request, "mark": LTO_MARK, "path": warp_root}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (warp_root, os.environ.get("PYTHONPATH"))))}
+    request = {"name": name, "args": request, "mark": LTO_MARK}
     done = subprocess.run([sys.executable, "-c", _LTO_CHILD], input=json.dumps(request), stdout=subprocess.PIPE,
-                          text=True, check=False)
+                          text=True, check=False, env=env)
     text, _, result = done.stdout.rpartition("\n" + LTO_MARK)
     if text.strip():
         sys.stdout.write(text.strip("\n") + "\n")  # what the compiler printed, as it would have in-process
