@@ -55,42 +55,53 @@ def subscript_arrays(source: str) -> str:
     return _ARRAY.sub(spelled, source)
 
 
+def _helper(src: str) -> ast.FunctionDef | None:
+    """The ``@wp.func`` of ``src`` when its signature is one line (as generated helpers are)."""
+    lines = src.split("\n")
+    if len(lines) > 2 and lines[0] == "@wp.func" and lines[1].startswith("def ") and lines[1].endswith("):"):
+        return ast.parse(src).body[0]
+    return None
+
+
+def _generic(a: str, b: str) -> str:
+    """One annotation for two: the same one, an array of ``Any``, or ``Any``."""
+    if a == b:
+        return a
+    if "dtype=" in a and a.split("(")[0] == b.split("(")[0]:
+        return re.sub(r"dtype=[^,)]+", "dtype=Any", a)
+    return "Any"
+
+
+def _twins(fa: ast.FunctionDef, fb: ast.FunctionDef) -> bool:
+    """Same parameters and body, different parameter types."""
+    return ([x.arg for x in fa.args.args] == [x.arg for x in fb.args.args]
+            and [ast.dump(n) for n in fa.body] == [ast.dump(n) for n in fb.body]
+            and any(ast.unparse(x.annotation) != ast.unparse(y.annotation) for x, y in zip(fa.args.args, fb.args.args)))
+
+
 def merge_twins(funcs: list[str], kernel: str) -> tuple[list[str], str, bool]:
     """One generic ``@wp.func`` (``Any`` where the types differ) for helpers written twice with the
     same body for two value types (a scalar and a vector sampler): an author writes it once. Returns
     the helpers, the kernel text with calls renamed, and whether ``Any`` is used."""
-    parsed = []
-    for src in funcs:
-        lines = src.split("\n")
-        fn = None
-        if len(lines) > 2 and lines[0] == "@wp.func" and lines[1].startswith("def ") and lines[1].endswith("):"):
-            fn = ast.parse(src).body[0]
-        parsed.append(fn)
-    generic, gone = False, set()
+    parsed = [_helper(src) for src in funcs]
+    gone: set[int] = set()
     for a, fa in enumerate(parsed):
         if fa is None or a in gone:
             continue
         for b in range(a + 1, len(parsed)):
             fb = parsed[b]
-            if fb is None or b in gone or [x.arg for x in fa.args.args] != [x.arg for x in fb.args.args]:
+            if fb is None or b in gone or not _twins(fa, fb):
                 continue
-            if [ast.dump(n) for n in fa.body] != [ast.dump(n) for n in fb.body]:
-                continue
-            kinds = [(ast.unparse(x.annotation), ast.unparse(y.annotation)) for x, y in zip(fa.args.args, fb.args.args)]
-            if all(u == v for u, v in kinds):
-                continue
-            anns = [u if u == v else re.sub(r"dtype=[^,)]+", "dtype=Any", u) if u.split("(")[0] == v.split("(")[0]
-                    and "dtype=" in u else "Any" for u, v in kinds]
-            name_a, name_b = fa.name, fb.name
-            stem = re.sub(r"_(scalar|vector|vec)(?=_|$)", "", name_a)
-            taken = set(re.findall(r"[A-Za-z_]\w*", kernel + "\n".join(funcs)))
-            name = stem if stem != name_a and stem not in taken else name_a
+            stem = re.sub(r"_(scalar|vector|vec)(?=_|$)", "", fa.name)
+            name = stem if stem != fa.name and stem not in set(re.findall(r"[A-Za-z_]\w*", kernel + "\n".join(funcs))) \
+                else fa.name
+            sig = ", ".join(f"{x.arg}: {_generic(ast.unparse(x.annotation), ast.unparse(y.annotation))}"
+                            for x, y in zip(fa.args.args, fb.args.args))
             lines = funcs[a].split("\n")
-            lines[1] = f"def {name}({', '.join(f'{x.arg}: {t}' for x, t in zip(fa.args.args, anns))}):"
+            lines[1] = f"def {name}({sig}):"
             funcs[a] = "\n".join(lines)
-            calls = re.compile(rf"\b({re.escape(name_a)}|{re.escape(name_b)})\(")
+            calls = re.compile(rf"\b({re.escape(fa.name)}|{re.escape(fb.name)})\(")
             kernel = calls.sub(f"{name}(", kernel)
-            funcs = [calls.sub(f"{name}(", f) if k != a else f for k, f in enumerate(funcs)]
+            funcs = [f if k == a else calls.sub(f"{name}(", f) for k, f in enumerate(funcs)]
             gone.add(b)
-            generic = True
-    return [f for k, f in enumerate(funcs) if k not in gone], kernel, generic
+    return [f for k, f in enumerate(funcs) if k not in gone], kernel, bool(gone)
