@@ -114,8 +114,8 @@ def cofactor(w: Writer, F: str) -> str:
        says="the stable neo-Hookean model", weight=1.5)
 def stable_neo_hookean_stress(w: Writer, F, mu, lam):
     J = w.once(("J", "det_f"), f"wp.determinant({F})")
-    w.comment("lam * (J - alpha) with the rest-stable shift alpha = 1 + mu / lam (Smith et al. 2018), "
-              "multiplied out so that lam = 0 needs no division")
+    w.comment("lam * (J - alpha) with the rest-stable shift alpha = 1 + mu / lam (Smith et al. 2018),")
+    w.comment("multiplied out so that lam = 0 needs no division")
     dJdF = cofactor(w, F)
     return {"P": w.let(("P", "stress"), f"{mu} * {F} + ({lam} * ({J} - {w.lit(1.0)}) - {mu}) * {dJdF}")}
 
