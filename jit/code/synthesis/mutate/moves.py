@@ -175,12 +175,13 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
                         for node, index in hoistable(part, names)
                         if node is not whole and id(node) not in unit.touched and not named_later(body, at, node)
                     ]
+    reads = ElementReads(unit.tree)  # the tree stays as it is until a site is taken
     while sites:  # the checks that read the whole block run for the drawn site only
         site = sites.pop(rng.randrange(len(sites)))
         body, at, stmt, node, index = site
         if isinstance(node, ast.Subscript):
             # ``dest_offset`` names ``dest_offsets[row]`` only when no other element is read
-            options = () if read_elsewhere(unit, node) else element_names(node.value.id, node.slice)
+            options = () if reads.elsewhere(node) else element_names(node.value.id, node.slice)
         else:
             options = hoist_names(node, index)
             if index and options and not repeated(body, at, node):
@@ -200,22 +201,41 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
     return None
 
 
-def read_elsewhere(unit: Unit, node: ast.Subscript) -> bool:
-    """True if the array of ``node`` is read at another index somewhere in the unit."""
-    text = ast.dump(node.slice)
-    return any(
-        isinstance(n, ast.Subscript)
-        and isinstance(n.value, ast.Name)
-        and n.value.id == node.value.id
-        and ast.dump(n.slice) != text
-        for n in ast.walk(unit.tree)
-    )
+class ElementReads:
+    """The indices each array is read at in a tree, found in one walk and dumped once per array
+    (a hoist asks for every drawn element read; walking the unit each time was most of its cost).
+    Valid while the tree is unchanged."""
+
+    def __init__(self, tree: ast.AST):
+        self.tree = tree
+        self._slices: dict[str, list[ast.expr]] | None = None
+        self._texts: dict[str, set[str]] = {}
+
+    def texts(self, array: str) -> set[str]:
+        if self._slices is None:
+            self._slices = {}
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                    self._slices.setdefault(n.value.id, []).append(n.slice)
+        if array not in self._texts:
+            self._texts[array] = {ast.dump(s) for s in self._slices.get(array, ())}
+        return self._texts[array]
+
+    def elsewhere(self, node: ast.Subscript) -> bool:
+        """True if the array of ``node`` is read at another index somewhere in the tree."""
+        return bool(self.texts(node.value.id) - {ast.dump(node.slice)})
+
+
+def same_value(n: ast.AST, kind: type, text: str) -> bool:
+    """``ast.dump(n) == text`` for the dump ``text`` of a node of type ``kind``: nodes of another
+    type are told apart without dumping them (a dump starts with the node's type)."""
+    return type(n) is kind and ast.dump(n) == text
 
 
 def repeated(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
     """True if the block computes ``node``'s value more than once from ``body[at]`` on."""
-    text = ast.dump(node)
-    return sum(ast.dump(n) == text for s in body[at:] for n in ast.walk(s) if isinstance(n, ast.expr)) > 1
+    kind, text = type(node), ast.dump(node)
+    return sum(same_value(n, kind, text) for s in body[at:] for n in ast.walk(s) if isinstance(n, ast.expr)) > 1
 
 
 def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
@@ -223,8 +243,8 @@ def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
     elsewhere in the block: before it, or after it where ``reuse`` stops (past a write to what it
     reads, a call with effects, or inside a nested block). A person names a value once, where it
     is first computed, and reads the name everywhere."""
-    text = ast.dump(node)
-    if any(ast.dump(n) == text for s in body[:at] for n in ast.walk(s)):
+    kind, text = type(node), ast.dump(node)
+    if any(same_value(n, kind, text) for s in body[:at] for n in ast.walk(s)):
         return True
     reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
     open_ = True
@@ -232,9 +252,9 @@ def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
         reached = set()
         if open_:
             for part in expression_parts(stmt):
-                reached |= {id(n) for n in ast.walk(part) if not under_short_circuit(part, n)}
+                reached |= {id(n) for n in ast.walk(part)} - short_circuited(part)
         for n in ast.walk(stmt):
-            if n is not node and id(n) not in reached and isinstance(n, ast.expr) and ast.dump(n) == text:
+            if n is not node and id(n) not in reached and isinstance(n, ast.expr) and same_value(n, kind, text):
                 return True
         if not isinstance(stmt, SIMPLE_STATEMENTS) or effects(stmt).writes & reads or effects(stmt).impure:
             open_ = False
@@ -244,14 +264,18 @@ def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
 def named_later(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
     """A later statement of the block already gives the value a name: hoisting it again would
     read it twice under two names."""
+    kind = type(node)
+    later = [s.value for s in body[at + 1:] if isinstance(s, ast.Assign) and type(s.value) is kind]
+    if not later:
+        return False
     text = ast.dump(node)
-    return any(isinstance(s, ast.Assign) and ast.dump(s.value) == text for s in body[at + 1:])
+    return any(ast.dump(v) == text for v in later)
 
 
 def reuse(body: list[ast.stmt], start: int, value: ast.expr, name: str) -> None:
     """Read ``name`` instead of computing ``value`` again in the statements from ``start``, as
     long as none of them writes what ``value`` reads (a person hoists a value once)."""
-    text = ast.dump(value)
+    kind, text = type(value), ast.dump(value)
     reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
     for stmt in body[start:]:
         # a statement that assigns exactly the value keeps it: reading the name there would only make
@@ -261,14 +285,20 @@ def reuse(body: list[ast.stmt], start: int, value: ast.expr, name: str) -> None:
             for node, _ in list(hoistable(part, set())) + [
                 (n, False) for n in ast.walk(part) if isinstance(n, ast.Subscript)
             ]:
-                if node is not whole and ast.dump(node) == text and not under_short_circuit(part, node):
+                if node is not whole and same_value(node, kind, text) and not under_short_circuit(part, node):
                     replace_node(stmt, node, ast.Name(name, ast.Load()))
         if not isinstance(stmt, SIMPLE_STATEMENTS) or effects(stmt).writes & (reads | {name}) or effects(stmt).impure:
             return
 
 
 def under_short_circuit(root: ast.expr, target: ast.AST) -> bool:
-    return any(isinstance(n, (ast.BoolOp, ast.IfExp)) and any(m is target for m in ast.walk(n)) for n in ast.walk(root))
+    return id(target) in short_circuited(root)
+
+
+def short_circuited(root: ast.expr) -> set[int]:
+    """The ids of the nodes of ``root`` that may not be evaluated: the short-circuits (``and``,
+    ``or``, ``x if c else y``) and everything under them."""
+    return {id(m) for n in ast.walk(root) if isinstance(n, (ast.BoolOp, ast.IfExp)) for m in ast.walk(n)}
 
 
 def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.Name]]:
