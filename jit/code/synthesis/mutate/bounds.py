@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 
 from jit.code.synthesis.mutate.intervals import Interval, arith, clip, join, join_envs
-from jit.code.synthesis.mutate.syntax import call_name, wp_attr
+from jit.code.synthesis.mutate.syntax import call_name, wp_attr, children, walk
 
 MAX_DEPTH = 4
 
@@ -115,7 +115,7 @@ class Bounds:
     def carried(self, body: list[ast.stmt], env: dict) -> dict:
         """``env`` with every name the body assigns and that lived before it forgotten."""
         out = dict(env)
-        for node in (n for s in body for n in ast.walk(s)):
+        for node in (n for s in body for n in walk(s)):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in out:
                 out[node.id] = None
         return out
@@ -225,7 +225,7 @@ class Bounds:
                 return -inner[1], -inner[0]
             return inner if isinstance(node.op, ast.UAdd) else (0, 1) if isinstance(node.op, ast.Not) else None
         if isinstance(node, (ast.Compare, ast.BoolOp)):
-            for child in ast.iter_child_nodes(node):
+            for child in children(node):
                 if isinstance(child, ast.expr):
                     self.eval(child, env)
             return 0, 1
@@ -240,7 +240,7 @@ class Bounds:
             return self.subscript(node, env)
         if isinstance(node, ast.Call):
             return self.call(node, env)
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if isinstance(child, ast.expr):
                 self.eval(child, env)
         return None

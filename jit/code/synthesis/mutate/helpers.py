@@ -29,6 +29,7 @@ from jit.code.synthesis.mutate.syntax import (
     is_pure_call,
     is_tile_call,
     wp_attr,
+    walk,
 )
 from jit.code.synthesis.mutate.types import annotation_of, local_types, type_of
 from jit.code.synthesis.mutate.unit import Unit
@@ -49,7 +50,7 @@ def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
     """(statement, target name, free names in order) of values that may become a function."""
     types = local_types(unit.kernel, unit)
     local = {a.arg for a in unit.kernel.args.args} | {
-        n.id for n in ast.walk(unit.kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        n.id for n in walk(unit.kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     out = []
     for body in blocks(unit.kernel):
@@ -66,7 +67,7 @@ def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
             ):
                 continue
             free = []  # the kernel's own names (a local may shadow a builtin: ``dir``)
-            for n in ast.walk(value):
+            for n in walk(value):
                 if isinstance(n, ast.Name) and n.id in local and n.id not in free:
                     free.append(n.id)
             if all(types.get(n) is not None for n in free) and worth_a_function(target.id, value, free):
@@ -81,7 +82,7 @@ def worth_a_function(target: str, value: ast.expr, free: list[str]) -> bool:
     operations = sum(
         isinstance(n, (ast.BinOp, ast.UnaryOp)) and not isinstance(getattr(n, "operand", None), ast.Constant)
         or isinstance(n, ast.Call) and call_name(n).rsplit(".", 1)[-1] not in CASTS
-        for n in ast.walk(value)
+        for n in walk(value)
     )
     return (
         len(stem) >= 4
@@ -93,7 +94,7 @@ def worth_a_function(target: str, value: ast.expr, free: list[str]) -> bool:
 
 
 def extractable(value: ast.expr) -> bool:
-    nodes = list(ast.walk(value))
+    nodes = list(walk(value))
     for n in nodes:
         if isinstance(n, (ast.Subscript, ast.Attribute)) and wp_attr(n) is None:
             return False
@@ -146,7 +147,7 @@ def one_liners(unit: Unit) -> dict[str, ast.FunctionDef]:
         counts[fn.name] = counts.get(fn.name, 0) + 1
     keyword_calls = {
         n.func.id
-        for n in ast.walk(unit.tree)
+        for n in walk(unit.tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.keywords
     }
     out = {}
@@ -161,7 +162,7 @@ def one_liners(unit: Unit) -> dict[str, ast.FunctionDef]:
             and not fn.args.vararg
             and not fn.args.kwonlyargs
             and not fn.args.defaults
-            and not any(is_tile_call(n) for n in ast.walk(body[0]))
+            and not any(is_tile_call(n) for n in walk(body[0]))
             and uses_every_parameter(fn, body[0].value)
         ):
             out[name] = fn
@@ -171,21 +172,21 @@ def one_liners(unit: Unit) -> dict[str, ast.FunctionDef]:
 def uses_every_parameter(fn: ast.FunctionDef, expr: ast.expr) -> bool:
     """Inlining a function that ignores a parameter would drop the argument (and leave a kernel
     parameter that only fed it unread)."""
-    read = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    read = {n.id for n in walk(expr) if isinstance(n, ast.Name)}
     return all(a.arg in read for a in fn.args.args)
 
 
 def inline(unit: Unit, rng: random.Random) -> str | None:
     candidates = one_liners(unit)
     calls: dict[str, int] = {}
-    for c in ast.walk(unit.tree):
+    for c in walk(unit.tree):
         if isinstance(c, ast.Call):
             calls[call_name(c)] = calls.get(call_name(c), 0) + 1
     # a helper called from several places is a helper for a reason: inlining it would repeat it
     called = [
         n
         for n in candidates
-        if calls.get(n) == 1 and any(isinstance(c, ast.Call) and call_name(c) == n for c in ast.walk(unit.kernel))
+        if calls.get(n) == 1 and any(isinstance(c, ast.Call) and call_name(c) == n for c in walk(unit.kernel))
     ]
     if not called:
         return None
@@ -209,10 +210,10 @@ def inline_in(unit: Unit, rng: random.Random, body: list[ast.stmt], at: int, fn:
     inserted = replaced = 0
     for part in expression_parts(stmt):
         # innermost first: an inlined inner call is what the outer one's argument becomes
-        for call in reversed([n for n in ast.walk(part) if isinstance(n, ast.Call) and call_name(n) == fn.name]):
+        for call in reversed([n for n in walk(part) if isinstance(n, ast.Call) and call_name(n) == fn.name]):
             expr = next(s for s in fn.body if isinstance(s, ast.Return)).value
             params = [a.arg for a in fn.args.args]
-            uses = {p: sum(isinstance(n, ast.Name) and n.id == p for n in ast.walk(expr)) for p in params}
+            uses = {p: sum(isinstance(n, ast.Name) and n.id == p for n in walk(expr)) for p in params}
             bound = {}
             for p, arg in zip(params, call.args):
                 if plain(arg) or uses[p] <= 1:
@@ -244,8 +245,8 @@ def plain(node: ast.expr) -> bool:
 
 
 def short_circuited(root: ast.expr, target: ast.AST) -> bool:
-    for n in ast.walk(root):
-        if isinstance(n, (ast.BoolOp, ast.IfExp)) and any(m is target for m in ast.walk(n)):
+    for n in walk(root):
+        if isinstance(n, (ast.BoolOp, ast.IfExp)) and any(m is target for m in walk(n)):
             return True
     return False
 

@@ -17,7 +17,7 @@ import random
 
 from jit.code.synthesis.mutate.launch import Arg
 from jit.code.synthesis.mutate.names import OWNERS, singular
-from jit.code.synthesis.mutate.syntax import arrays, thread_index
+from jit.code.synthesis.mutate.syntax import arrays, thread_index, walk
 from jit.code.synthesis.mutate.unit import Unit
 
 BLOCK = 64
@@ -29,7 +29,7 @@ def guarded(fn: ast.FunctionDef, name: str) -> bool:
     return any(
         isinstance(s, ast.If)
         and isinstance(s.body[0], ast.Return)
-        and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s.test))
+        and any(isinstance(n, ast.Name) and n.id == name for n in walk(s.test))
         for s in fn.body
     )
 
@@ -41,7 +41,7 @@ def indexed_by(unit: Unit, index: str, size: int) -> list[str]:
         arg = unit.launch.arg(name)
         if arg is None or not arg.shape or arg.shape[0] != size:
             continue
-        for node in ast.walk(unit.kernel):
+        for node in walk(unit.kernel):
             if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
                 first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
                 if isinstance(first, ast.Name) and first.id == index:

@@ -21,7 +21,7 @@ import ast
 
 from jit.code.synthesis.mutate.bounds import Bounds
 from jit.code.synthesis.mutate.launch import Arg, Launch, describe, handle_of
-from jit.code.synthesis.mutate.syntax import arrays, base_name, call_name, thread_index, wp_attr
+from jit.code.synthesis.mutate.syntax import arrays, base_name, call_name, thread_index, wp_attr, walk
 from jit.code.synthesis.mutate.unit import Unit
 
 GRIDS = {0: [1], 1: [32], 2: [8, 8], 3: [4, 4, 4], 4: [3, 3, 3, 2]}
@@ -86,7 +86,7 @@ def scalar_ranges(unit: Unit, tids: list[str], dims: list[int]) -> dict[str, tup
 
 def compared_axis(kernel: ast.FunctionDef, name: str, tids: list[str]) -> int | None:
     """The grid axis whose thread index is compared with ``name`` (``if i >= n: return``)."""
-    for node in ast.walk(kernel):
+    for node in walk(kernel):
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             sides = [node.left, node.comparators[0]]
             names = [s.id for s in sides if isinstance(s, ast.Name)]
@@ -233,7 +233,7 @@ def writes_and_reads(
     ``+=`` reads; an atomic whose result is unused does not)."""
     written, read = set(), set()
     for stmt in fn.body:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if (
                 isinstance(node, (ast.Subscript, ast.Attribute))
                 and isinstance(node.ctx, ast.Store)
@@ -297,7 +297,7 @@ def differentiable(kernel: ast.FunctionDef) -> bool:
     if any(
         isinstance(n, ast.Attribute) and n.attr in ("float16", "bfloat16")
         for a in kernel.args.args
-        for n in ast.walk(a.annotation or ast.Pass())
+        for n in walk(a.annotation or ast.Pass())
     ):
         return False
     if tracks_extreme(kernel):
@@ -308,7 +308,7 @@ def differentiable(kernel: ast.FunctionDef) -> bool:
     for stmt in _in_order(kernel.body):
         accesses = [
             n
-            for n in ast.walk(stmt)
+            for n in walk(stmt)
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in names
         ]
         # a statement reads before it stores: ``a[i] = a[i] + 1.0`` reads the input
@@ -318,8 +318,8 @@ def differentiable(kernel: ast.FunctionDef) -> bool:
             if isinstance(stmt, ast.AugAssign) and base_name(stmt.target) == node.value.id:
                 stored.add(node.value.id)  # accumulated: a later read would see the sum
             elif isinstance(node.ctx, ast.Store) or is_written_through(stmt, node):
-                index = {n.id for n in ast.walk(node.slice) if isinstance(n, ast.Name)}
-                if index & from_data or any(isinstance(n, ast.Subscript) for n in ast.walk(node.slice)):
+                index = {n.id for n in walk(node.slice) if isinstance(n, ast.Name)}
+                if index & from_data or any(isinstance(n, ast.Subscript) for n in walk(node.slice)):
                     return False
                 stored.add(node.value.id)
     return True
@@ -336,21 +336,21 @@ def tracks_extreme(kernel: ast.FunctionDef) -> bool:
     """True for a running minimum or maximum kept by a branch in a loop of unknown length
     (``if d > best: best = d``): Warp's backward of such a loop does not follow the branch the
     forward took (seen on Warp's own brute-force closest-point kernels)."""
-    for loop in ast.walk(kernel):
+    for loop in walk(kernel):
         if not isinstance(loop, (ast.For, ast.While)) or (isinstance(loop, ast.For) and static_range(loop.iter)):
             continue
-        inside = {id(n) for s in loop.body for n in ast.walk(s)}
+        inside = {id(n) for s in loop.body for n in walk(s)}
         before = {
             n.id
-            for n in ast.walk(kernel)
+            for n in walk(kernel)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in inside
         }
-        for branch in (n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.If)):
-            tested = {n.id for n in ast.walk(branch.test) if isinstance(n, ast.Name)} & before
+        for branch in (n for s in loop.body for n in walk(s) if isinstance(n, ast.If)):
+            tested = {n.id for n in walk(branch.test) if isinstance(n, ast.Name)} & before
             assigned = {
                 n.id
                 for s in branch.body
-                for n in ast.walk(s)
+                for n in walk(s)
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
             }
             if tested & assigned:
@@ -368,19 +368,19 @@ def data_derived(kernel: ast.FunctionDef) -> set[str]:
     through other locals)."""
     out: set[str] = set()
     for _ in range(3):
-        for node in ast.walk(kernel):
+        for node in walk(kernel):
             if isinstance(node, ast.Assign):
-                value_names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                value_names = {n.id for n in walk(node.value) if isinstance(n, ast.Name)}
                 reads = any(
                     isinstance(n, ast.Subscript) or (wp_attr(n) or "").startswith("atomic_")
-                    for n in ast.walk(node.value)
+                    for n in walk(node.value)
                 )  # an atomic returns what it found in memory
                 if reads or value_names & out:
                     out |= {
                         n.id
                         for t in node.targets
                         if isinstance(t, (ast.Name, ast.Tuple))
-                        for n in ast.walk(t)
+                        for n in walk(t)
                         if isinstance(n, ast.Name)
                     }
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import warp as wp
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.mutate.syntax import array_annotation, dotted, wp_attr
+from jit.code.synthesis.mutate.syntax import array_annotation, dotted, wp_attr, walk
 from jit.code.synthesis.stmt import Param
 
 HANDLE_USERS = {  # part of a builtin's name -> the runtime object whose id a uint64 parameter holds
@@ -147,7 +147,7 @@ def describe(node: ast.AST | None, structs: dict[str, ast.ClassDef]) -> tuple[st
 def handle_of(kernel: ast.FunctionDef, name: str, funcs: dict[str, ast.FunctionDef]) -> str | None:
     """The runtime object a ``uint64`` parameter identifies, from the builtins it is passed to
     (followed into the unit's functions)."""
-    for node in ast.walk(kernel):
+    for node in walk(kernel):
         if not isinstance(node, ast.Call):
             continue
         passed = [i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == name]

@@ -23,13 +23,13 @@ import re
 
 from jit.code.synthesis.mutate.launch import Arg, describe
 from jit.code.synthesis.mutate.names import singular
-from jit.code.synthesis.mutate.syntax import array_annotation, is_docstring, replace_node
+from jit.code.synthesis.mutate.syntax import array_annotation, is_docstring, replace_node, children, walk
 from jit.code.synthesis.mutate.unit import Unit
 
 
 
 def parents(fn: ast.FunctionDef) -> dict[int, ast.AST]:
-    return {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    return {id(c): p for p in walk(fn) for c in children(p)}
 
 
 def simple_index(node: ast.expr) -> bool:
@@ -44,7 +44,7 @@ def uses(unit: Unit, name: str, up: dict[int, ast.AST] | None = None) -> list[tu
     return [
         (n, up.get(id(n)), up.get(id(up.get(id(n)))))
         for s in unit.kernel.body
-        for n in ast.walk(s)
+        for n in walk(s)
         if isinstance(n, ast.Name) and n.id == name
     ]
 

@@ -16,7 +16,7 @@ import ast
 import copy
 import random
 
-from jit.code.synthesis.mutate.syntax import replace_node, SIMPLE_STATEMENTS, blocks, call_name, jumps
+from jit.code.synthesis.mutate.syntax import replace_node, SIMPLE_STATEMENTS, blocks, call_name, jumps, walk
 from jit.code.synthesis.mutate.unit import Unit
 
 MAX_UNROLL = 4
@@ -52,25 +52,25 @@ def unroll_sites(unit: Unit) -> list[tuple[list, int, range]]:
                     trips is None
                     or not 2 <= len(trips) <= MAX_UNROLL
                     or jumps(stmt.body)
-                    or any(isinstance(n, (ast.For, ast.While)) for s in stmt.body for n in ast.walk(s))
+                    or any(isinstance(n, (ast.For, ast.While)) for s in stmt.body for n in walk(s))
                 ):
                     continue
-                inside = {id(n) for s in stmt.body for n in ast.walk(s)}
+                inside = {id(n) for s in stmt.body for n in walk(s)}
                 reads_outside = any(
                     isinstance(n, ast.Name) and n.id == var and id(n) not in inside and n is not stmt.target
-                    for n in ast.walk(fn)
+                    for n in walk(fn)
                 )
                 assigned = any(
                     isinstance(n, ast.Name) and n.id == var and not isinstance(n.ctx, ast.Load)
                     for s in stmt.body
-                    for n in ast.walk(s)
+                    for n in walk(s)
                 )
                 # a comparison of the counter would become one of two constants (``0 == 0``)
                 compared = any(
                     isinstance(n, ast.Compare)
-                    and any(isinstance(m, ast.Name) and m.id == var for m in ast.walk(n))
+                    and any(isinstance(m, ast.Name) and m.id == var for m in walk(n))
                     for s in stmt.body
-                    for n in ast.walk(s)
+                    for n in walk(s)
                 )
                 if not reads_outside and not assigned and not compared:
                     out.append((body, at, trips))
@@ -109,10 +109,10 @@ def unroll(unit: Unit, rng: random.Random) -> str | None:
 def template(stmt: ast.stmt) -> tuple[str, list[ast.Constant]] | None:
     """The statement's dump with its integer constants blanked, and those constants in order."""
     if not isinstance(stmt, SIMPLE_STATEMENTS) or any(
-        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) for n in ast.walk(stmt)
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) for n in walk(stmt)
     ):
         return None
-    consts = [n for n in ast.walk(stmt) if isinstance(n, ast.Constant) and type(n.value) is int]
+    consts = [n for n in walk(stmt) if isinstance(n, ast.Constant) and type(n.value) is int]
     saved = [c.value for c in consts]
     for c in consts:
         c.value = -1
@@ -126,9 +126,9 @@ def in_index(stmt: ast.stmt) -> set[int]:
     """ids of the integer constants of a statement that sit in an index (``a[2]``, ``a[i, 0]``)."""
     return {
         id(n)
-        for s in ast.walk(stmt)
+        for s in walk(stmt)
         if isinstance(s, ast.Subscript)
-        for n in ast.walk(s.slice)
+        for n in walk(s.slice)
         if isinstance(n, ast.Constant)
     }
 

@@ -35,6 +35,8 @@ from jit.code.synthesis.mutate.syntax import (
     replace_node,
     tid_names,
     wp_attr,
+    children,
+    walk,
 )
 from jit.code.synthesis.mutate.names import OWNERS, singular
 from jit.code.synthesis.mutate.unit import RESERVED, Unit
@@ -132,7 +134,7 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
             if (
                 isinstance(node.value, ast.Name)
                 and node.value.id in array_names
-                and not any(isinstance(n, ast.Slice) for n in ast.walk(node.slice))
+                and not any(isinstance(n, ast.Slice) for n in walk(node.slice))
             ):
                 yield node, index
             todo.append((node.slice, True))
@@ -155,7 +157,7 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
             continue
         todo.extend(
             (c, index)
-            for c in ast.iter_child_nodes(node)
+            for c in children(node)
             if isinstance(c, ast.expr) and c is not getattr(node, "func", None)
         )
 
@@ -214,7 +216,7 @@ class ElementReads:
     def texts(self, array: str) -> set[str]:
         if self._slices is None:
             self._slices = {}
-            for n in ast.walk(self.tree):
+            for n in walk(self.tree):
                 if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
                     self._slices.setdefault(n.value.id, []).append(n.slice)
         if array not in self._texts:
@@ -235,7 +237,7 @@ def same_value(n: ast.AST, kind: type, text: str) -> bool:
 def repeated(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
     """True if the block computes ``node``'s value more than once from ``body[at]`` on."""
     kind, text = type(node), ast.dump(node)
-    return sum(same_value(n, kind, text) for s in body[at:] for n in ast.walk(s) if isinstance(n, ast.expr)) > 1
+    return sum(same_value(n, kind, text) for s in body[at:] for n in walk(s) if isinstance(n, ast.expr)) > 1
 
 
 def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
@@ -244,16 +246,16 @@ def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
     reads, a call with effects, or inside a nested block). A person names a value once, where it
     is first computed, and reads the name everywhere."""
     kind, text = type(node), ast.dump(node)
-    if any(same_value(n, kind, text) for s in body[:at] for n in ast.walk(s)):
+    if any(same_value(n, kind, text) for s in body[:at] for n in walk(s)):
         return True
-    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    reads = {n.id for n in walk(node) if isinstance(n, ast.Name)}
     open_ = True
     for stmt in body[at:]:
         reached = set()
         if open_:
             for part in expression_parts(stmt):
-                reached |= {id(n) for n in ast.walk(part)} - short_circuited(part)
-        for n in ast.walk(stmt):
+                reached |= {id(n) for n in walk(part)} - short_circuited(part)
+        for n in walk(stmt):
             if n is not node and id(n) not in reached and isinstance(n, ast.expr) and same_value(n, kind, text):
                 return True
         if not isinstance(stmt, SIMPLE_STATEMENTS) or effects(stmt).writes & reads or effects(stmt).impure:
@@ -276,14 +278,14 @@ def reuse(body: list[ast.stmt], start: int, value: ast.expr, name: str) -> None:
     """Read ``name`` instead of computing ``value`` again in the statements from ``start``, as
     long as none of them writes what ``value`` reads (a person hoists a value once)."""
     kind, text = type(value), ast.dump(value)
-    reads = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    reads = {n.id for n in walk(value) if isinstance(n, ast.Name)}
     for stmt in body[start:]:
         # a statement that assigns exactly the value keeps it: reading the name there would only make
         # an alias (``x_i = xi``)
         whole = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
         for part in expression_parts(stmt):
             for node, _ in list(hoistable(part, set())) + [
-                (n, False) for n in ast.walk(part) if isinstance(n, ast.Subscript)
+                (n, False) for n in walk(part) if isinstance(n, ast.Subscript)
             ]:
                 if node is not whole and same_value(node, kind, text) and not under_short_circuit(part, node):
                     replace_node(stmt, node, ast.Name(name, ast.Load()))
@@ -298,14 +300,14 @@ def under_short_circuit(root: ast.expr, target: ast.AST) -> bool:
 def short_circuited(root: ast.expr) -> set[int]:
     """The ids of the nodes of ``root`` that may not be evaluated: the short-circuits (``and``,
     ``or``, ``x if c else y``) and everything under them."""
-    return {id(m) for n in ast.walk(root) if isinstance(n, (ast.BoolOp, ast.IfExp)) for m in ast.walk(n)}
+    return {id(m) for n in walk(root) if isinstance(n, (ast.BoolOp, ast.IfExp)) for m in walk(n)}
 
 
 def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.Name]]:
     """(block, position, the one use) of ``t = pure expr`` whose only read is in the next statement."""
     loads: dict[str, list[ast.Name]] = {}
     stores: dict[str, int] = {}
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 loads.setdefault(node.id, []).append(node)
@@ -335,7 +337,7 @@ def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.N
             if operations(stmt.value) > MAX_INLINED or operations(following) + operations(stmt.value) > MAX_FOLDED:
                 continue  # a named step of a longer computation keeps its name
             if (
-                any(uses[0] is n for part in expression_parts(following) for n in ast.walk(part))
+                any(uses[0] is n for part in expression_parts(following) for n in walk(part))
                 and not is_base_of_access(following, uses[0])
                 and not in_tile_arguments(following, uses[0])
             ):
@@ -345,7 +347,7 @@ def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.N
 
 def operations(node: ast.AST) -> int:
     """Arithmetic, comparisons and calls in ``node``."""
-    return sum(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) for n in ast.walk(node))
+    return sum(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call)) for n in walk(node))
 
 
 def is_literal_cast(node: ast.expr) -> bool:
@@ -359,7 +361,7 @@ def symmetric_use(stmt: ast.stmt, use: ast.Name) -> bool:
     """True if the expression around ``use`` has siblings of its shape in ``stmt``
     (``wp.int32(ck)`` next to ``wp.int32(ci)``, ``wp.int32(cj)``): inlining one would leave
     the others named."""
-    up = {id(c): p for p in ast.walk(stmt) for c in ast.iter_child_nodes(p)}
+    up = {id(c): p for p in walk(stmt) for c in children(p)}
     node = up.get(id(use))
     while node is not None and node is not stmt:
         if breaks_symmetry([stmt], 0, node):
@@ -370,11 +372,11 @@ def symmetric_use(stmt: ast.stmt, use: ast.Name) -> bool:
 
 def is_base_of_access(tree: ast.AST, name: ast.Name) -> bool:
     """True if ``name`` is the object of ``name[...]``/``name.x`` (inlining would index an expression)."""
-    return any(isinstance(n, (ast.Subscript, ast.Attribute)) and n.value is name for n in ast.walk(tree))
+    return any(isinstance(n, (ast.Subscript, ast.Attribute)) and n.value is name for n in walk(tree))
 
 
 def in_tile_arguments(tree: ast.AST, name: ast.Name) -> bool:
-    return any(is_tile_call(n) and any(name is m for m in ast.walk(n)) for n in ast.walk(tree))
+    return any(is_tile_call(n) and any(name is m for m in walk(n)) for n in walk(tree))
 
 
 def inline(unit: Unit, rng: random.Random) -> str | None:

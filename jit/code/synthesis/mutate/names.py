@@ -14,7 +14,7 @@ import ast
 import random
 import re
 
-from jit.code.synthesis.mutate.syntax import array_annotation, blocks, is_docstring, tid_names
+from jit.code.synthesis.mutate.syntax import array_annotation, blocks, is_docstring, tid_names, walk
 from jit.code.synthesis.mutate.unit import RESERVED, Unit
 
 ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -77,7 +77,7 @@ def rename(unit: Unit, rng: random.Random, p: float = 0.5) -> list[str]:
     done = []
     for fn in unit.functions:
         params = {a.arg for a in fn.args.args}
-        stores = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        stores = {n.id for n in walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         names = sorted(stores | params) if fn is unit.kernel else sorted(stores - params)
         arrays = {a.arg for a in fn.args.args if array_annotation(a.annotation) is not None}
         tids = {t for body in blocks(fn) for st in body for t in (tid_names(st) or ())}
@@ -113,7 +113,7 @@ def rename(unit: Unit, rng: random.Random, p: float = 0.5) -> list[str]:
 
 
 def rename_in(fn: ast.FunctionDef, old: str, new: str) -> None:
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.Name) and node.id == old:
             node.id = new
         elif isinstance(node, ast.arg) and node.arg == old:

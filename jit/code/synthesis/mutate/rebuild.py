@@ -28,7 +28,7 @@ from jit.code.extraction import warp_backend as wb
 from jit.code.synthesis.mutate import driver, retype, seed_list, verify
 from jit.code.synthesis.mutate.infer import infer
 from jit.code.synthesis.mutate.seed_list import Seed
-from jit.code.synthesis.mutate.syntax import uses_tiles, wp_attr
+from jit.code.synthesis.mutate.syntax import uses_tiles, wp_attr, walk
 from jit.code.synthesis.mutate.unit import Unit
 
 ORIGIN_WEIGHT = {"examples": 4.0, "_src": 2.5, "tests": 0.5}
@@ -47,7 +47,7 @@ def eligible(kernel: reference.RealKernel) -> bool:
         return False
     if kernel.path.startswith(reference.REFERENCE_ROOTS) and kernel.half != "seed":
         return False
-    attrs = {wp_attr(n) for n in ast.walk(ast.parse(kernel.context)) if isinstance(n, ast.Attribute)}
+    attrs = {wp_attr(n) for n in walk(ast.parse(kernel.context)) if isinstance(n, ast.Attribute)}
     return not attrs & {"func_native", "func_grad", "func_replay"}
 
 
@@ -76,7 +76,7 @@ def launched_block_dims(tree: ast.Module) -> list[tuple[str | None, int]]:
     literal or a module-level constant."""
     constants = int_constants(tree)
     out = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         given = next((k.value for k in node.keywords if k.arg == "block_dim"), None)

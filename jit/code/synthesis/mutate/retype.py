@@ -20,7 +20,7 @@ import math
 import random
 import re
 
-from jit.code.synthesis.mutate.syntax import call_name, is_constructor, is_float_literal, wp_attr
+from jit.code.synthesis.mutate.syntax import call_name, is_constructor, is_float_literal, wp_attr, walk
 from jit.code.synthesis.mutate.unit import Unit
 
 F32_TO_F64 = {
@@ -63,8 +63,8 @@ F64_TO_F32 = {
 
 def precision_options(tree: ast.AST) -> tuple[str, ...]:
     """ "float64" if the unit uses only float32 types, "float32" if only float64 ones."""
-    attrs = {wp_attr(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    f32 = bool(attrs & set(F32_TO_F64)) or any(isinstance(n, ast.Name) and n.id == "float" for n in ast.walk(tree))
+    attrs = {wp_attr(n) for n in walk(tree) if isinstance(n, ast.Attribute)}
+    f32 = bool(attrs & set(F32_TO_F64)) or any(isinstance(n, ast.Name) and n.id == "float" for n in walk(tree))
     f64 = bool(attrs & set(F64_TO_F32))
     if f32 and not f64:
         return ("float64",)
@@ -109,13 +109,13 @@ def _wrap_literals(fn: ast.FunctionDef) -> None:
     (``wp.vec3d(wp.float64(0.0), x[1], x[2])``)."""
     protected = {
         id(a)
-        for n in ast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, ast.Call)
         and (call_name(n) == "float" or (is_constructor(wp_attr(n)) and all(is_float_literal(a) for a in n.args)))
         for a in n.args
     }
     for stmt in fn.body:
-        for parent in ast.walk(stmt):
+        for parent in walk(stmt):
             for field, value in ast.iter_fields(parent):
                 if is_float_literal(value) and id(value) not in protected:
                     setattr(parent, field, wp_call("float64", value))
@@ -186,9 +186,9 @@ def rename_precision_words(unit: Unit, target: str) -> None:
     """A retyped unit's names, docstrings and comments say its new precision: a kernel called
     ``..._float32`` that now reads float64 arrays would tell a reader something false."""
     words = NAME_WORDS[target]
-    fields = {n.attr for n in ast.walk(unit.tree) if isinstance(n, ast.Attribute)}  # struct fields stay
+    fields = {n.attr for n in walk(unit.tree) if isinstance(n, ast.Attribute)}  # struct fields stay
     renames = {}
-    for node in ast.walk(unit.tree):
+    for node in walk(unit.tree):
         for field in ("name", "id", "arg"):
             value = getattr(node, field, None)
             if isinstance(value, str) and not isinstance(node, ast.alias) and value not in fields:
@@ -197,7 +197,7 @@ def rename_precision_words(unit: Unit, target: str) -> None:
                     renames[value] = new
     taken = unit.taken()
     renames = {old: new for old, new in renames.items() if new not in taken}
-    for node in ast.walk(unit.tree):
+    for node in walk(unit.tree):
         for field in ("name", "id", "arg"):
             value = getattr(node, field, None)
             if isinstance(value, str) and value in renames and not isinstance(node, ast.alias):
@@ -300,7 +300,7 @@ def width_change(unit: Unit) -> str | None:
     if unit.structs:
         return None
     widths = set()
-    for node in ast.walk(unit.tree):
+    for node in walk(unit.tree):
         attr = wp_attr(node) if isinstance(node, (ast.Attribute, ast.Call)) else None
         if attr is None:
             continue
@@ -317,7 +317,7 @@ def width_change(unit: Unit) -> str | None:
             return None
     for fn in unit.functions:
         array_names = {a.arg for a in fn.args.args if isinstance(a.annotation, (ast.Subscript, ast.Call))}
-        for node in ast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, ast.Attribute) and node.attr in ("x", "y", "z", "w"):
                 return None
             if (
@@ -337,7 +337,7 @@ def width_change(unit: Unit) -> str | None:
 def counts_in(unit: Unit, n: int) -> bool:
     """True if integer arithmetic or a loop uses ``n`` (``slot // 3``, ``range(3)``): code laid out
     for vectors of ``n`` components (3 edges per corner of a cube), which another width breaks."""
-    for node in ast.walk(unit.tree):
+    for node in walk(unit.tree):
         operands = []
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)):
             operands = [node.left, node.right]
@@ -349,7 +349,7 @@ def counts_in(unit: Unit, n: int) -> bool:
 
 
 def _is_annotation(node: ast.AST, fn: ast.FunctionDef) -> bool:
-    return any(node is sub for a in fn.args.args if a.annotation is not None for sub in ast.walk(a.annotation))
+    return any(node is sub for a in fn.args.args if a.annotation is not None for sub in walk(a.annotation))
 
 
 def width(unit: Unit, rng: random.Random) -> str | None:
@@ -357,7 +357,7 @@ def width(unit: Unit, rng: random.Random) -> str | None:
     if old is None or old not in WIDTHS:
         return None
     new = rng.choice(WIDTHS[old])
-    for node in ast.walk(unit.tree):
+    for node in walk(unit.tree):
         if isinstance(node, ast.Attribute) and (m := VEC.match(node.attr)) and wp_attr(node):
             node.attr = f"vec{new}{m.group(2)}"
         if isinstance(node, ast.Call) and (m := VEC.match(wp_attr(node) or "")):
@@ -366,7 +366,7 @@ def width(unit: Unit, rng: random.Random) -> str | None:
         a.arg
         for a in unit.kernel.args.args
         if a.annotation is not None
-        and any(isinstance(n, ast.Attribute) and VEC.match(n.attr) for n in ast.walk(a.annotation))
+        and any(isinstance(n, ast.Attribute) and VEC.match(n.attr) for n in walk(a.annotation))
     }
     for arg in unit.launch.args:
         if arg.name in vector_args:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 
-from jit.code.synthesis.mutate.syntax import base_name, call_name, is_docstring, is_pure_call, wp_attr
+from jit.code.synthesis.mutate.syntax import base_name, call_name, is_docstring, is_pure_call, wp_attr, walk
 
 CHECKS = (
     "expect_eq",
@@ -78,7 +78,7 @@ def drop_checks(body: list[ast.stmt]) -> bool:
 def drop_dead(fn: ast.FunctionDef) -> None:
     """Remove assignments to locals that nothing reads, until none is left."""
     while True:
-        read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        read = {n.id for n in walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         removed = False
         for body in _bodies(fn):
             keep = [s for s in body if not dead(s, read)]
@@ -91,12 +91,12 @@ def drop_dead(fn: ast.FunctionDef) -> None:
 def dead(stmt: ast.stmt, read: set[str]) -> bool:
     if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        names = [n for t in targets for n in ast.walk(t) if isinstance(n, ast.expr)]
+        names = [n for t in targets for n in walk(t) if isinstance(n, ast.expr)]
         if not all(isinstance(n, (ast.Name, ast.Tuple)) for n in names):
             return False
         value = stmt.value
         pure = value is None or all(
-            is_pure_call(c) or wp_attr(c) == "tid" for c in ast.walk(value) if isinstance(c, ast.Call)
+            is_pure_call(c) or wp_attr(c) == "tid" for c in walk(value) if isinstance(c, ast.Call)
         )
         return pure and not any(isinstance(n, ast.Name) and n.id in read for n in names)
     return False
@@ -115,7 +115,7 @@ def _bodies(fn: ast.FunctionDef):
 
 
 def drop_unread_params(kernel: ast.FunctionDef) -> None:
-    read = {n.id for s in kernel.body for n in ast.walk(s) if isinstance(n, ast.Name)}
+    read = {n.id for s in kernel.body for n in walk(s) if isinstance(n, ast.Name)}
     kernel.args.args = [a for a in kernel.args.args if a.arg in read]
 
 
@@ -123,7 +123,7 @@ def computes(kernel: ast.FunctionDef) -> bool:
     """True if the kernel writes memory and what it writes can depend on an input parameter."""
     params = {a.arg for a in kernel.args.args}
     writes = reads = False
-    for node in (n for s in kernel.body for n in ast.walk(s)):
+    for node in (n for s in kernel.body for n in walk(s)):
         if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
             writes |= base_name(node) in params
         elif isinstance(node, ast.Call) and (wp_attr(node) or "").startswith(WRITERS):
@@ -135,13 +135,13 @@ def computes(kernel: ast.FunctionDef) -> bool:
     written = {
         base_name(n)
         for s in kernel.body
-        for n in ast.walk(s)
+        for n in walk(s)
         if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store)
     }
     written |= {
         n.args[0].id
         for s in kernel.body
-        for n in ast.walk(s)
+        for n in walk(s)
         if isinstance(n, ast.Call)
         and (wp_attr(n) or "").startswith(WRITERS)
         and n.args
@@ -151,7 +151,7 @@ def computes(kernel: ast.FunctionDef) -> bool:
     reads = any(
         isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in params - written and id(n) not in only_where
         for s in kernel.body
-        for n in ast.walk(s)
+        for n in walk(s)
     )
     return writes and reads
 
@@ -160,7 +160,7 @@ def targets(kernel: ast.FunctionDef) -> set[int]:
     """ids of the parameter names that only say where a write goes or how large an array is:
     ``out`` in ``out[i] = x``, ``wp.atomic_add(out, i, x)``, ``wp.tile_store(out, t)``, ``a.shape``."""
     out = set()
-    for node in (n for s in kernel.body for n in ast.walk(s)):
+    for node in (n for s in kernel.body for n in walk(s)):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
             out.add(id(node.value))
         elif isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
@@ -200,7 +200,7 @@ def probe(kernel: ast.FunctionDef) -> str | None:
     words = set(kernel.name.lower().split("_"))
     if words & PROBE_WORDS or kernel.name.startswith("op_") or re.search(r"(kernel|_)\d+$|^gh\d", kernel.name):
         return "named as a probe"
-    for node in (n for s in kernel.body for n in ast.walk(s)):
+    for node in (n for s in kernel.body for n in walk(s)):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name):
             index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if all(isinstance(i, ast.Constant) for i in index):
@@ -209,7 +209,7 @@ def probe(kernel: ast.FunctionDef) -> str | None:
         isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.AugAssign))
         or isinstance(n, ast.Call) and call_name(n) not in NOT_COMPUTING
         for s in kernel.body
-        for n in ast.walk(s)
+        for n in walk(s)
     )
     return None if work else "computes nothing between load and store"
 

@@ -18,6 +18,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from jit.code.synthesis.layout import format_source
+from jit.code.synthesis.mutate.syntax import walk
 
 
 @dataclass(slots=True)
@@ -62,7 +63,7 @@ def notes(tree: ast.Module, text: str) -> Notes:
     """Comments, blank lines and number spellings of ``text``, tied to the nodes of ``tree``."""
     above, trailing, blank, numbers = scan(text)
     out = Notes()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.stmt):
             first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
             simple = not hasattr(node, "body")

@@ -14,7 +14,7 @@ import ast
 
 import warp as wp
 
-from jit.code.synthesis.mutate.syntax import array_annotation, call_name, dotted, tid_names, wp_attr
+from jit.code.synthesis.mutate.syntax import array_annotation, call_name, dotted, tid_names, wp_attr, walk
 
 SAME_AS_FIRST = frozenset(
     {
@@ -120,7 +120,7 @@ def local_types(fn: ast.FunctionDef, unit) -> dict[str, str | None]:
     for a in fn.args.args:
         if array_annotation(a.annotation) is None:
             env[a.arg] = warp_name(a.annotation, unit)
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and call_name(node.iter) == "range":
             _assign(env, node.target.id, "int32")
     for stmt in _in_order(fn.body):
@@ -132,7 +132,7 @@ def local_types(fn: ast.FunctionDef, unit) -> dict[str, str | None]:
             _assign(env, stmt.targets[0].id, type_of(stmt.value, env, unit))
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
-                for n in ast.walk(t):
+                for n in walk(t):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and not isinstance(stmt, ast.AugAssign):
                         env[n.id] = None
     return env

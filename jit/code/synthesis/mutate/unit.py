@@ -18,7 +18,7 @@ import re
 
 from jit.code.synthesis.mutate import source
 from jit.code.synthesis.mutate.launch import Arg, Launch
-from jit.code.synthesis.mutate.syntax import uses_tiles, wp_attr
+from jit.code.synthesis.mutate.syntax import uses_tiles, wp_attr, walk
 
 RESERVED = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"wp", "warp", "np", "math", "_"}
 # modules a kernel's source may use by these names, and the import that binds each
@@ -90,7 +90,7 @@ class Unit:
         once; a mutation that introduces a name ``claim``s it (``fresh`` does)."""
         if self._taken is None:
             names = set()
-            for node in ast.walk(self.tree):
+            for node in walk(self.tree):
                 if isinstance(node, ast.Name):
                     names.add(node.id)
                 elif isinstance(node, ast.arg):
@@ -135,7 +135,7 @@ class Unit:
             word = re.compile(rf"\b{re.escape(old)}\b")
         else:
             word = re.compile(rf"(?<=`){re.escape(old)}(?=`)")
-        ids = None if scope is None else {id(n) for n in ast.walk(scope)}
+        ids = None if scope is None else {id(n) for n in walk(scope)}
         for key, (_, note) in self.notes.statements.items():
             if ids is None or key in ids:
                 note.comments = [word.sub(new, c) for c in note.comments]
@@ -148,15 +148,15 @@ class Unit:
                 top.add(node.name)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                    top |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    top |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
         for node in self.tree.body:
             local = (
                 set()
                 if not isinstance(node, ast.FunctionDef)
-                else {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
-                | {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                else {a.arg for a in walk(node.args) if isinstance(a, ast.arg)}
+                | {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             )
-            for sub in ast.walk(node):
+            for sub in walk(node):
                 if isinstance(sub, ast.Name) and sub.id in top and sub.id not in local:
                     sub.id = f"{sub.id}_{suffix}"
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -176,7 +176,7 @@ class Unit:
             if id(node) in needed:
                 continue
             needed.add(id(node))
-            used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            used = {n.id for n in walk(node) if isinstance(n, ast.Name)}
             todo += [d for n in used for d in defs.get(n, ())]
         self.tree.body = [n for n in self.tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) or id(n) in needed]
 
@@ -184,7 +184,7 @@ class Unit:
         """Drop imports nothing reads (``from typing import Any`` of a seed's file, ``import
         warp.optim``), and add the import of every known module the source reads but does not
         import."""
-        used = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+        used = {n.id for n in walk(self.tree) if isinstance(n, ast.Name)}
         kept = []
         for node in self.tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)) and node.names[0].name != "*":
@@ -200,7 +200,7 @@ class Unit:
             if isinstance(n, (ast.Import, ast.ImportFrom))
             for a in n.names
         }
-        used = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        used = {n.id for n in walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         missing = [KNOWN_IMPORTS[m] for m in sorted(used & KNOWN_IMPORTS.keys() - bound)]
         at = sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in self.tree.body)
         for text in missing:
@@ -223,5 +223,5 @@ def defined(node: ast.stmt) -> list[str]:
         return [node.name]
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        return [n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)]
     return []
