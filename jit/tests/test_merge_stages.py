@@ -2,7 +2,7 @@
 2 workers and on Ray, and a merge interrupted in its last stage that resumes where it stopped.
 
 The source makes records without Warp from a list of texts; near-duplicates are planted by editing
-statements of a long kernel, and the MinHash estimates the rule reads are checked first.
+statements of a long kernel, and the exact similarities the rule decides on are checked first.
 """
 
 from __future__ import annotations
@@ -39,9 +39,14 @@ def estimate(a: str, b: str) -> float:
     return dedup.signature(a).jaccard(dedup.signature(b))
 
 
+def exact(a: str, b: str) -> float:
+    return jaccard(dedup.shingle_set(a), dedup.shingle_set(b))
+
+
 def chain(seed: int) -> tuple[str, str, str]:
-    """A~B and B~C are near at the 0.9 threshold, A and C are not (by the MinHash estimate)."""
-    at = dedup.decision(0.9)
+    """A~B and B~C are near at the 0.9 threshold, A and C are not (by their exact Jaccard
+    similarity; the near pairs' MinHash estimates are high enough to be checked)."""
+    checked = dedup.checked_from(0.9)
     rng = random.Random(seed)
     for _ in range(200):
         a = [statement(rng, k) for k in range(16)]
@@ -52,8 +57,8 @@ def chain(seed: int) -> tuple[str, str, str]:
         for k in rng.sample(range(16), 3):
             c[k] = statement(rng, k)
         texts = kernel(a), kernel(b), kernel(c)
-        if estimate(texts[0], texts[1]) >= at + 0.015 and estimate(texts[1], texts[2]) >= at + 0.015 \
-                and estimate(texts[0], texts[2]) < at - 0.015:
+        if exact(texts[0], texts[1]) >= 0.9 and exact(texts[1], texts[2]) >= 0.9 and exact(texts[0], texts[2]) < 0.9 \
+                and min(estimate(texts[0], texts[1]), estimate(texts[1], texts[2])) >= checked:
             return texts
     raise AssertionError("no chain found")
 
@@ -133,7 +138,7 @@ def test_a_near_duplicate_chain_is_one_cluster_and_keeps_its_first_record(tmp_pa
 
 
 def test_copies_are_duplicates_and_an_excluded_record_links_nothing(tmp_path):
-    a, b, c = chain(3)
+    a, b, c = chain(39)  # a chain whose middle, alone of the three, is near others[3] at 0.7
     others = unrelated(14, 5)
     held_out = tmp_path / "held_out.py"
     held_out.write_text(others[3])

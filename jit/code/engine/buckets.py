@@ -5,11 +5,12 @@ and every task reads the part indexes (``part_index``) and keeps only the keys o
 (key hash modulo the shard count), so no task holds more than its shard's keys:
 
 - ``duplicates``: records with the same content id; every copy after the first is a duplicate.
-- ``edges``: records sharing an LSH band value (a bucket) are compared by their MinHash estimate:
-  at or above the near-duplicate decision (``dedup.decision``) they are linked as near-duplicates;
-  with splits on, a pair whose exact Jaccard similarity of normalised 4-gram sets (read from the
-  records themselves) reaches the split threshold is linked for splits, and records sharing a
-  provenance key are linked for splits too.
+- ``edges``: records sharing an LSH band value (a bucket) are compared by their MinHash estimate;
+  a pair whose estimate makes it a candidate is decided on the exact Jaccard similarity of its
+  normalised 4-gram sets (read from the records themselves): at or above the near-duplicate
+  threshold it is linked as near-duplicates (``dedup.checked_from`` says which estimates are
+  checked), at or above the split threshold, with splits on, it is linked for splits; records
+  sharing a provenance key are linked for splits too.
 
 Small buckets are compared as all their pairs, vectorised across buckets; in a large bucket, a member
 is compared with the earlier members of other local components only, so a bucket of copies costs a
@@ -22,10 +23,11 @@ from __future__ import annotations
 
 import json
 import os
+from typing import NamedTuple
 
 import numpy as np
 
-from jit.code.engine import part_index, writers
+from jit.code.engine import dedup, part_index, writers
 
 SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its pairs, at once with the others
 # A bucket of more records is left out: such a band value is made of shingles most records share
@@ -38,6 +40,14 @@ LARGE_BUCKET = 200
 NEAR, SPLIT = 1, 2
 SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten  # edge kinds: a near-duplicate link (also a split link), a split link only
 ESTIMATE_MARGIN = 0.1  # three standard errors of the estimate at J = 0.8: pairs further below are not read
+
+
+class Near(NamedTuple):
+    """The near-duplicate rule of a merge: a pair whose MinHash estimate reaches ``checked_from`` is
+    near when the exact Jaccard similarity of its shingle sets reaches ``threshold``."""
+
+    checked_from: float
+    threshold: float
 
 
 def _shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
@@ -113,26 +123,21 @@ class _Records:
         if position not in self.shingles:
             if len(self.shingles) >= SHINGLE_CACHE:
                 self.shingles.clear()
-            from jit.code.engine.splits import shingle_hashes
-
             number, start = self.parts[self._part(position)]
             if number not in self.offsets:
                 self.offsets[number], = part_index.load(self.out, number, "offsets")
             with open(writers.part_path(self.out, number), "rb") as f:
                 f.seek(int(self.offsets[number][position - start]))
                 record = json.loads(f.readline())
-            self.shingles[position] = shingle_hashes(record.get("python_source") or "")
+            self.shingles[position] = dedup.shingle_hashes(record.get("python_source") or "")
         return self.shingles[position]
 
     def jaccard(self, a: int, b: int) -> float:
-        x, y = self.shingle_set(a), self.shingle_set(b)
-        common = len(np.intersect1d(x, y, assume_unique=True))
-        union = len(x) + len(y) - common
-        return common / union if union else 1.0
+        return dedup.jaccard(self.shingle_set(a), self.shingle_set(b))
 
 
 def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], removed: list[str], tag: str,
-          near_at: float | None, split_at: float | None) -> dict:
+          near: Near | None, split_at: float | None) -> dict:
     """Near-duplicate and split edges from this shard's buckets and provenance keys:
     ``{"path", "pairs", "left_out"}`` (pairs compared, buckets left out for their size)."""
     path = os.path.join(part_index.merge_dir(out), f"edges-{tag}-{shard:04d}.npy")
@@ -161,13 +166,13 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
     small = [g for g in groups if len(g) <= SMALL_BUCKET]
     pairs = _distinct(np.concatenate([pairs, *(_all_pairs(g) for g in small)]))
-    found = _compare_pairs(pairs, records, near_at, split_at)
+    found = _compare_pairs(pairs, records, near, split_at)
     compared = len(pairs)
     for members in groups:
         if len(members) > SMALL_BUCKET:
-            found += _compare(members, records, near_at, split_at)
+            found += _compare(members, records, near, split_at)
             compared += len(members) * (len(members) - 1) // 2
-    if large and near_at is not None:
+    if large and near is not None:
         found += _same_signatures(large, _cat(band_positions, np.int64), _cat(wholes, np.uint64))
     pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
     found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
@@ -220,29 +225,36 @@ def _all_pairs(members: np.ndarray) -> np.ndarray:
     return np.stack([members[first], members[second]], axis=1)
 
 
-def _compare_pairs(pairs: np.ndarray, records: _Records, near_at: float | None,
+def _compare_pairs(pairs: np.ndarray, records: _Records, near: Near | None,
                    split_at: float | None, chunk: int = 65536) -> list[tuple[int, int, int]]:
     """Edges between the records of each pair, many pairs at a time."""
     found = []
     for start in range(0, len(pairs), chunk):
-        found += _compare_chunk(pairs[start:start + chunk], records, near_at, split_at)
+        found += _compare_chunk(pairs[start:start + chunk], records, near, split_at)
     return found
 
 
-def _compare_chunk(pairs: np.ndarray, records: _Records, near_at: float | None,
+def _compare_chunk(pairs: np.ndarray, records: _Records, near: Near | None,
                    split_at: float | None) -> list[tuple[int, int, int]]:
+    """Pairs whose estimate makes them candidates are read and decided on their exact similarity."""
     estimate = (records.rows(pairs[:, 0]) == records.rows(pairs[:, 1])).mean(axis=1)
-    near = estimate >= near_at if near_at is not None else np.zeros(len(pairs), dtype=bool)
-    found = [(a, b, NEAR) for a, b in pairs[near].tolist()]
+    none = np.zeros(len(pairs), dtype=bool)
+    check_near = estimate >= near.checked_from if near is not None else none
+    check_split = none
     if split_at is not None:
-        maybe = ~near & (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin_of(pairs[:, 0]) != records.kin_of(pairs[:, 1]))
-        for a, b in pairs[maybe].tolist():
-            if records.jaccard(a, b) >= split_at:
-                found.append((a, b, SPLIT))
+        check_split = (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin_of(pairs[:, 0]) != records.kin_of(pairs[:, 1]))
+    found = []
+    which = check_near | check_split
+    for (a, b), is_near, is_split in zip(pairs[which].tolist(), check_near[which].tolist(), check_split[which].tolist()):
+        similarity = records.jaccard(a, b)
+        if is_near and similarity >= near.threshold:
+            found.append((a, b, NEAR))
+        elif is_split and similarity >= split_at:
+            found.append((a, b, SPLIT))
     return found
 
 
-def _compare(members: np.ndarray, records: _Records, near_at: float | None,
+def _compare(members: np.ndarray, records: _Records, near: Near | None,
              split_at: float | None) -> list[tuple[int, int, int]]:
     """Edges within one large bucket: each member against the earlier members of other local
     components only, so a bucket of many copies costs a pass, not a square of exact comparisons."""
@@ -253,13 +265,15 @@ def _compare(members: np.ndarray, records: _Records, near_at: float | None,
     found = []
     for i in range(1, len(members)):
         estimate = (sigs[:i] == sigs[i]).mean(axis=1)
-        if near_at is not None:
-            linked = np.flatnonzero((estimate >= near_at) & (near_label[:i] != near_label[i]))
-            if len(linked):
-                labels, first = np.unique(near_label[linked], return_index=True)
-                found += [(int(members[linked[f]]), int(members[i]), NEAR) for f in first]
-                _join(near_label, np.append(labels, near_label[i]))
-                _join(split_label, np.append(split_label[linked], split_label[i]))
+        if near is not None:
+            maybe = np.flatnonzero((estimate >= near.checked_from) & (near_label[:i] != near_label[i]))
+            for j in maybe[np.argsort(-estimate[maybe], kind="stable")].tolist():
+                if near_label[j] == near_label[i]:
+                    continue
+                if records.jaccard(int(members[j]), int(members[i])) >= near.threshold:
+                    found.append((int(members[j]), int(members[i]), NEAR))
+                    _join(near_label, np.array([near_label[j], near_label[i]]))
+                    _join(split_label, np.array([split_label[j], split_label[i]]))
         if split_at is not None:
             maybe = np.flatnonzero((estimate >= split_at - ESTIMATE_MARGIN) & (split_label[:i] != split_label[i]))
             for j in maybe[np.argsort(-estimate[maybe], kind="stable")].tolist():

@@ -35,10 +35,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from datasketch import MinHashLSH
 
-from jit.code.engine import dedup
-
-from jit.code.engine import writers
-from jit.code.engine.splits import shingle_hashes
+from jit.code.engine import dedup, writers
+from jit.code.engine.dedup import shingle_hashes
 
 DEFAULT_THRESHOLD = 0.7
 TEXT_FIELDS = ("python_source", "code", "content", "text")

@@ -16,7 +16,8 @@ executor (local processes or Ray) runs, none holding more than one part's record
 **The cluster rule.** A record is dropped when an earlier record has its content id (a duplicate),
 when it is near a source of the exclusion set (decided alone, see ``exclude``), or when it is not
 the first, in part order, of its near-duplicate cluster: the connected component of records linked
-by a MinHash estimate at or above ``dedup.decision(threshold)``. A chain A~B~C with A and C not near
+by an exact Jaccard similarity at or above the threshold (pairs proposed by LSH and by a MinHash
+estimate at or above ``dedup.checked_from(threshold)``). A chain A~B~C with A and C not near
 is one cluster: of the three, only the first in part order is kept. Split groups are the connected components of every
 near-duplicate link, every pair of records whose exact Jaccard similarity reaches
 ``splits.THRESHOLD`` and every shared provenance key (seed kernel, source file), counting the
@@ -25,8 +26,8 @@ ordered by a hash of the seed and their first member's id, then dealt out (``spl
 rules read only the records and their part order, never the worker count, the shard count or the
 order tasks finish, so 1 or 16 workers, locally or on Ray, give the same shards.
 
-LSH proposes the pairs (bands from ``dedup.bands`` at the lower of the two levels): a pair at the
-near-duplicate decision is missed with a probability below 1e-5 with splits on (below 1e-2 without),
+LSH proposes the pairs (bands from ``dedup.bands`` at the lower of the two levels): at the default
+threshold of 0.9, a pair at the threshold is missed with a probability of about 1e-7,
 a pair at the split threshold below 2e-3, as long as it shares a bucket of at most
 ``buckets.LARGE_BUCKET`` records (larger ones, made of boilerplate shingles, are left out and counted
 in stats.json's ``merge.large_buckets_left_out``). This process holds counts and arrays over positions
@@ -100,11 +101,12 @@ class Merge:
 
     def __init__(self, run: RunSpec, exclusions=None, tasks: Tasks = in_process):
         self.run, self.out, self.exclusions, self.tasks = run, run.out, exclusions, tasks
-        self.near_at = dedup.decision(run.near_dup_threshold) if run.near_dup_threshold else None
+        threshold = run.near_dup_threshold
+        self.near = buckets.Near(dedup.checked_from(threshold), threshold) if threshold else None
         from jit.code.engine import splits
 
         self.split_at = splits.THRESHOLD if run.splits else None
-        levels = [x for x in (self.near_at, self.split_at) if x is not None]
+        levels = [x for x in (self.near and self.near.checked_from, self.split_at) if x is not None]
         bands, rows = dedup.bands(min(levels)) if levels else (0, 0)
         self.keys = Keys(bands, rows, provenance=bool(run.splits))
         self.parts: list[Part] = []
@@ -147,7 +149,7 @@ class Merge:
                               [(self.out, s, id_shards, starts, tag) for s in range(id_shards)])
         found = []
         if self.keys.bands or self.keys.provenance:
-            found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near_at,
+            found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near,
                                                           self.split_at) for s in range(shards)])
             self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets_left_out": sum(f["left_out"] for f in found),
                              "shards": shards}
@@ -157,7 +159,7 @@ class Merge:
         return len(self.kept)
 
     def _tag(self, starts: list[tuple[int, int]], shards: tuple[int, int]) -> str:
-        what = repr((starts, self.sizes[starts[-1][0]] if starts else 0, shards, self.keys, self.near_at, self.split_at))
+        what = repr((starts, self.sizes[starts[-1][0]] if starts else 0, shards, self.keys, self.near, self.split_at))
         return hashlib.blake2b(what.encode(), digest_size=6).hexdigest()
 
     def _remove_stale(self, tag: str) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from jit.code.engine import dedup
+from jit.code.engine.dedup import shingle_hashes
 
 from jit.code.engine import writers
 
@@ -114,13 +114,6 @@ def _file_keys(meta: dict) -> list[tuple]:
     if meta.get("file"):
         return [("file", dist, meta["file"])]
     return [("module", dist, meta["module"])] if meta.get("module") else []
-
-
-def shingle_hashes(source: str) -> np.ndarray:
-    """The sorted 64-bit hashes of ``source``'s normalised token shingles (``dedup.shingle_set``)."""
-    values = (int.from_bytes(hashlib.blake2b(s.encode("utf-8"), digest_size=8).digest(), "little")
-              for s in dedup.shingle_set(source))
-    return np.unique(np.fromiter(values, dtype=np.uint64))
 
 
 def link_near_duplicates(sets: list[np.ndarray], threshold: float, groups: UnionFind) -> None:

@@ -305,10 +305,10 @@ class _PartState:
         held as kept (like ``batch_ids``) until its build and validation say otherwise."""
         if self.near is None:
             return False
-        slot.sig = dedup.signature(slot.spec.source)
-        if self.near.find(slot.sig) is not None:
+        slot.sig, hashes = dedup.fingerprint(slot.spec.source)
+        if self.near.find(slot.sig, hashes) is not None:
             return True
-        self.near.add(slot.cid, slot.sig)
+        self.near.add(slot.cid, slot.sig, hashes)
         return False
 
 
