@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from jit.code.synthesis.mutate.syntax import (
     SIMPLE_STATEMENTS,
@@ -164,6 +164,7 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
 
 def hoist(unit: Unit, rng: random.Random) -> str | None:
     sites = []
+    dump = Dumps()  # the tree stays as it is until a site is taken
     for fn in unit.functions:
         names = set(arrays(fn))
         for body in blocks(fn):
@@ -175,9 +176,9 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
                     sites += [
                         (body, at, stmt, node, index)
                         for node, index in hoistable(part, names)
-                        if node is not whole and id(node) not in unit.touched and not named_later(body, at, node)
+                        if node is not whole and id(node) not in unit.touched and not named_later(body, at, node, dump)
                     ]
-    reads = ElementReads(unit.tree)  # the tree stays as it is until a site is taken
+    reads = ElementReads(unit.tree)
     while sites:  # the checks that read the whole block run for the drawn site only
         site = sites.pop(rng.randrange(len(sites)))
         body, at, stmt, node, index = site
@@ -201,6 +202,20 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
         reuse(body, at + 1, node, name)
         return f"hoist:{name}"
     return None
+
+
+class Dumps:
+    """``ast.dump`` of nodes of a tree that stays as it is, each node dumped once (a hoist compares
+    every candidate with every later assignment of its block)."""
+
+    def __init__(self):
+        self._done: dict[int, tuple[ast.AST, str]] = {}  # the node is kept, so its id stays its own
+
+    def __call__(self, node: ast.AST) -> str:
+        found = self._done.get(id(node))
+        if found is None:
+            found = self._done[id(node)] = (node, ast.dump(node))
+        return found[1]
 
 
 class ElementReads:
@@ -263,15 +278,15 @@ def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
     return False
 
 
-def named_later(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
+def named_later(body: list[ast.stmt], at: int, node: ast.expr, dump: Callable[[ast.AST], str] = ast.dump) -> bool:
     """A later statement of the block already gives the value a name: hoisting it again would
     read it twice under two names."""
     kind = type(node)
     later = [s.value for s in body[at + 1:] if isinstance(s, ast.Assign) and type(s.value) is kind]
     if not later:
         return False
-    text = ast.dump(node)
-    return any(ast.dump(v) == text for v in later)
+    text = dump(node)
+    return any(dump(v) == text for v in later)
 
 
 def reuse(body: list[ast.stmt], start: int, value: ast.expr, name: str) -> None:

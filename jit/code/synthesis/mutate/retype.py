@@ -188,11 +188,14 @@ def rename_precision_words(unit: Unit, target: str) -> None:
     words = NAME_WORDS[target]
     fields = {n.attr for n in walk(unit.tree) if isinstance(n, ast.Attribute)}  # struct fields stay
     renames = {}
+    said: dict[str, str] = {}  # each identifier is read once, however often it is used
     for node in walk(unit.tree):
         for field in ("name", "id", "arg"):
             value = getattr(node, field, None)
             if isinstance(value, str) and not isinstance(node, ast.alias) and value not in fields:
-                new = renamed_identifier(value, words)
+                new = said.get(value)
+                if new is None:
+                    new = said[value] = renamed_identifier(value, words)
                 if new != value:
                     renames[value] = new
     taken = unit.taken()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import keyword
 import random
 import re
@@ -39,7 +40,7 @@ class Unit:
         self.suffix = suffix
         self.launch = launch.copy() if launch is not None else Launch([1])
         self.touched: set[int] = set()  # nodes a mutation made, left alone by later ones
-        self.tiled = uses_tiles(self.tree)
+        self.tiled = tiled(text)
         self._taken: set[str] | None = None
         if suffix:
             self._suffix_names(suffix)
@@ -216,6 +217,12 @@ class Unit:
         comments (tokens drop them) and without the imports a mutation may add. (A mutation
         that leaves a definition unused prunes the unit itself.)"""
         return source.plain(self.tree)
+
+
+@functools.lru_cache(maxsize=4096)
+def tiled(text: str) -> bool:
+    """Whether a source calls tile functions: read once per seed (every mutant of it parses it again)."""
+    return uses_tiles(ast.parse(text))
 
 
 def defined(node: ast.stmt) -> list[str]:
