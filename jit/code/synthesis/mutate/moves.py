@@ -183,8 +183,11 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
         site = sites.pop(rng.randrange(len(sites)))
         body, at, stmt, node, index = site
         if isinstance(node, ast.Subscript):
-            # ``dest_offset`` names ``dest_offsets[row]`` only when no other element is read
-            options = () if reads.elsewhere(node) else element_names(node.value.id, node.slice)
+            # ``dest_offset`` names ``dest_offsets[row]`` only when no other element is read (asked
+            # only of a read that has a name: most have none, and asking walks the unit)
+            options = element_names(node.value.id, node.slice)
+            if options and reads.elsewhere(node):
+                options = ()
         else:
             options = hoist_names(node, index)
             if index and options and not repeated(body, at, node):

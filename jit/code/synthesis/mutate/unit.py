@@ -151,14 +151,15 @@ class Unit:
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                     top |= {n.id for n in walk(t) if isinstance(n, ast.Name)}
         for node in self.tree.body:
+            used = [n for n in walk(node) if isinstance(n, ast.Name)]  # one walk finds the locals and the uses
             local = (
                 set()
                 if not isinstance(node, ast.FunctionDef)
                 else {a.arg for a in walk(node.args) if isinstance(a, ast.arg)}
-                | {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                | {n.id for n in used if isinstance(n.ctx, ast.Store)}
             )
-            for sub in walk(node):
-                if isinstance(sub, ast.Name) and sub.id in top and sub.id not in local:
+            for sub in used:
+                if sub.id in top and sub.id not in local:
                     sub.id = f"{sub.id}_{suffix}"
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 node.name = f"{node.name}_{suffix}"
