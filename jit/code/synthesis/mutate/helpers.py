@@ -48,7 +48,7 @@ CASTS = frozenset({"float", "int", "float32", "float64", "float16", "int32", "in
 
 def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
     """(statement, target name, free names in order) of values that may become a function."""
-    types = local_types(unit.kernel, unit)
+    types = None  # worked out once a statement is worth a function (most are not)
     local = {a.arg for a in unit.kernel.args.args} | {
         n.id for n in walk(unit.kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
@@ -70,7 +70,11 @@ def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
             for n in walk(value):
                 if isinstance(n, ast.Name) and n.id in local and n.id not in free:
                     free.append(n.id)
-            if all(types.get(n) is not None for n in free) and worth_a_function(target.id, value, free):
+            if not worth_a_function(target.id, value, free):
+                continue
+            if types is None:
+                types = local_types(unit.kernel, unit)
+            if all(types.get(n) is not None for n in free):
                 out.append((stmt, target.id, free))
     return out
 
@@ -178,6 +182,8 @@ def uses_every_parameter(fn: ast.FunctionDef, expr: ast.expr) -> bool:
 
 def inline(unit: Unit, rng: random.Random) -> str | None:
     candidates = one_liners(unit)
+    if not candidates:  # most units have none: no need to count the calls
+        return None
     calls: dict[str, int] = {}
     for c in walk(unit.tree):
         if isinstance(c, ast.Call):

@@ -350,16 +350,19 @@ def inline_sites(fn: ast.FunctionDef, unit: Unit) -> list[tuple[list, int, ast.N
             ):
                 continue
             following = body[at + 1]
-            if len(parallel_run(body, at)) > 1 or len(parallel_run(body, at + 1)) > 1:
-                continue  # one of parallel statements folded into another reads as a slip
+            # the checks are pure: the one that compares neighbouring statements' shapes, the
+            # dearest, runs last
             if operations(stmt.value) > MAX_INLINED or operations(following) + operations(stmt.value) > MAX_FOLDED:
                 continue  # a named step of a longer computation keeps its name
-            if (
+            if not (
                 any(uses[0] is n for part in expression_parts(following) for n in walk(part))
                 and not is_base_of_access(following, uses[0])
                 and not in_tile_arguments(following, uses[0])
             ):
-                sites.append((body, at, uses[0]))
+                continue
+            if len(parallel_run(body, at)) > 1 or len(parallel_run(body, at + 1)) > 1:
+                continue  # one of parallel statements folded into another reads as a slip
+            sites.append((body, at, uses[0]))
     return sites
 
 

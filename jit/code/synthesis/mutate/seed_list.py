@@ -176,7 +176,14 @@ def seed_weights() -> tuple[float, ...]:
 
 
 def seed_text(seed: Seed) -> str:
-    return _texts(seeds())[seed.key][1]
+    return _seed_texts()[seed.key][1]
+
+
+@functools.cache
+def _seed_texts() -> dict[str, tuple[str, str]]:
+    """The texts of ``seeds()``, found without hashing every seed to look them up (``_texts`` is
+    keyed by the whole list: 425 hashes for each mutant)."""
+    return _texts(seeds())
 
 
 @functools.cache
