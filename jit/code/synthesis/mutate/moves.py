@@ -272,7 +272,7 @@ def left_behind(body: list[ast.stmt], at: int, node: ast.expr) -> bool:
         reached = set()
         if open_:
             for part in expression_parts(stmt):
-                reached |= {id(n) for n in walk(part)} - short_circuited(part)
+                reached |= {id(n) for n in walk(part)} - short_circuit_ids(part)
         for n in walk(stmt):
             if n is not node and id(n) not in reached and isinstance(n, ast.expr) and same_value(n, kind, text):
                 return True
@@ -312,10 +312,10 @@ def reuse(body: list[ast.stmt], start: int, value: ast.expr, name: str) -> None:
 
 
 def under_short_circuit(root: ast.expr, target: ast.AST) -> bool:
-    return id(target) in short_circuited(root)
+    return id(target) in short_circuit_ids(root)
 
 
-def short_circuited(root: ast.expr) -> set[int]:
+def short_circuit_ids(root: ast.expr) -> set[int]:
     """The ids of the nodes of ``root`` that may not be evaluated: the short-circuits (``and``,
     ``or``, ``x if c else y``) and everything under them."""
     return {id(m) for n in walk(root) if isinstance(n, (ast.BoolOp, ast.IfExp)) for m in walk(n)}
