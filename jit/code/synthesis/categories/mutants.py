@@ -25,6 +25,7 @@ from jit.code.synthesis import mutate as M
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.mutate import launch as L
 from jit.code.synthesis.mutate.infer import differentiable
+from jit.code.synthesis.mutate.syntax import walk
 
 SEED_DRAWS = 32  # seeds tried before giving up on an item (about half the draws cannot get far enough from their seed)
 
@@ -153,7 +154,7 @@ def purpose(mutant: M.Mutant, seed: M.Seed) -> str:
 
 def nondeterministic(tree: ast.Module) -> bool:
     """Float atomics (and ``+=`` into arrays, which Warp makes atomic) sum in launch order."""
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("atomic_"):
             return True
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
@@ -174,7 +175,7 @@ def build(mutant: M.Mutant, seed: M.Seed) -> Mutant:
         "record": {"seed_kernel": seed_record(seed), "mutations": mutant.applied},
     }
     meta["record"]["purpose"] = purpose(mutant, seed)
-    statements = sum(isinstance(n, ast.stmt) for n in ast.walk(kernel)) - 1
+    statements = sum(isinstance(n, ast.stmt) for n in walk(kernel)) - 1
     funcs = [n.name for n in unit.functions if n is not kernel]
     return Mutant(
         mutant.kernel_name,
