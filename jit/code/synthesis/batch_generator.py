@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import os
 import time
 from dataclasses import dataclass
@@ -94,7 +95,10 @@ def _generate(run: RunSpec, slot: Slot):
 
 def warm_generator(run: RunSpec) -> None:
     """Fill the generator's caches: builtin signatures, the census and, when mutants may be drawn,
-    the parsed reference kernels (seconds of work a forked worker then shares instead of repeating)."""
+    the parsed seed kernels and their fingerprints (seconds of work a forked worker then shares
+    instead of repeating). The objects made so far are then left out of garbage collection: the
+    collector would otherwise walk these caches again and again in every worker (about a seventh
+    of the generator's time)."""
     from jit.code.synthesis.generator import choosable
     from jit.code.synthesis.categories import CATEGORIES
 
@@ -102,7 +106,9 @@ def warm_generator(run: RunSpec) -> None:
     if any(CATEGORIES[n].source == "mutants" for n in choosable(run.source.categories, run.source.sources)):
         from jit.code.synthesis import mutate
 
-        mutate.seeds()  # parses the reference corpus
+        mutate.warm()  # parses the seed kernels and takes their fingerprints
+    gc.collect()
+    gc.freeze()
 
 
 def build_batch(specs: list, devices, backward: bool, module_name: str, block_dim: int | None = None):
