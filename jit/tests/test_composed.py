@@ -194,9 +194,9 @@ def test_no_reviewer_slips():
 
 
 EFFECTS = {"linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force", "ground_penalty_force",
-           "linear_damping", "exponential_damping", "clamp_speed", "ground_contact", "sphere_contact",
+           "velocity_damping", "clamp_speed", "ground_contact", "sphere_contact",
            "box_container", "sdf_contact"}
-DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", "linear_damping", "exponential_damping"}
+DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", "velocity_damping"}
 
 
 def test_particle_steps_do_one_job():
@@ -332,3 +332,42 @@ def test_speed_limit_holds_before_the_position_moves():
     step = np.linalg.norm(after - before, axis=1)
     assert np.all(step <= 0.5 * float(values[dt]) * (1 + 1e-4)), (step.max(), spec.source)
     assert np.any(step > 0.4 * float(values[dt])), spec.source  # the limit binds for some
+
+
+# ---------------------------------------------------------------------------------------------
+# values the same for every thread are the caller's
+
+
+DAMPED = ["wave_grid", "diffuse_grid", "advect_grid", "integrate_particles", "pbd_update", "integrate_bodies"]
+
+
+def uniform_exps(source: str, spec) -> list[str]:
+    """``wp.exp`` calls of the kernel whose argument reads only values that are one for the whole launch
+    (scalar and struct parameters, literals), and any ``wp.exp`` in a helper of these jobs (none of them
+    takes the exponential of a per-item value)."""
+    uniform = {a["name"] for a in spec.metadata["launch"]["args"] if a["kind"] != "array"}
+    found = []
+    for fn in (n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)):
+        is_kernel = any("kernel" in ast.unparse(d) for d in fn.decorator_list)
+        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == "wp.exp"):
+            names = {n.id for n in ast.walk(call) if isinstance(n, ast.Name) and n.id != "wp"}
+            if not is_kernel or names <= uniform:
+                found.append(ast.unparse(call))
+    return found
+
+
+@pytest.mark.parametrize("category", DAMPED)
+def test_per_step_decay_factors_come_from_the_caller(category):
+    """exp(-k dt) of a damping or decay rate is one value per step: passed in, never computed per thread,
+    with a launch range of factors in (0, 1]."""
+    seen = 0
+    for i in range(60):
+        spec = generate(SEED, i, categories=[category])
+        assert not uniform_exps(spec.source, spec), spec.source
+        args = spec.metadata["launch"]["args"]
+        ranges = [r for a in args for n, r in ([(a["name"], a["range"])] + list((a.get("field_ranges") or {}).items()))
+                  if n.endswith(("_factor", "_decay"))]
+        for lo, hi in ranges:
+            assert 0.0 < lo <= hi <= 1.0, (ranges, spec.source)
+        seen += bool(ranges)
+    assert seen, category  # some kernels of the job damp or decay

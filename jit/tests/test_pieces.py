@@ -187,10 +187,10 @@ case("acceleration_from_inverse_mass", some_pinned,
      lambda i, o: close(o["a"], i["f"] * col(i["inv_mass"]) + i["gravity"] * col(i["inv_mass"] != 0)))
 case("acceleration_from_mass", inputs(f=U(-1, 1, 3), mass=U(0.5, 2), gravity=U(-9.81, -1, 3)),
      lambda i, o: close(o["a"], i["f"] / col(i["mass"]) + i["gravity"]))
-case("linear_damping", inputs(v=U(-1, 1, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["v"], i["v"] * col(1 - i["damping"] * i["dt"])))
-case("exponential_damping", inputs(v=U(-1, 1, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["v"], i["v"] * col(np.exp(-i["damping"] * i["dt"]))))
+# the caller's factor exp(-k dt) for rates k in [0, 2] and steps in [0.001, 0.01]
+case("velocity_damping", lambda rng, n: {"v": rng.uniform(-1, 1, (n, 3)),
+                                         "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
+     lambda i, o: close(o["v"], i["v"] * col(i["factor"])))
 
 
 def check_clamp(i, o):
@@ -614,8 +614,9 @@ case("backtrace_rk2", lambda rng, n: {"p": rng.uniform(1, 6, (n, 2)), "u": np.ti
      lambda i, o: close(o["p"], i["p"] - i["u"] * col(i["dt"] * i["inv_dx"]), atol=1e-5),  # uniform flow: Euler
      dim=2, grids={"velocity": GRID2})
 case("nonnegative", inputs(c=U(-1, 1)), lambda i, o: close(o["c"], np.maximum(i["c"], 0)))
-case("grid_decay", inputs(c=U(-1, 1), rate=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["c"], i["c"] * np.exp(-i["rate"] * i["dt"])))
+case("grid_decay", lambda rng, n: {"c": rng.uniform(-1, 1, n),
+                                   "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
+     lambda i, o: close(o["c"], i["c"] * i["factor"]))
 
 # transforms
 case("transform_point", lambda rng, n: {"xform": transforms(rng, n), "p": rng.uniform(-0.5, 0.5, (n, 3))},
@@ -691,8 +692,9 @@ case("euler_rotation_step", lambda rng, n: {"q": unit_quats(rng, n), "omega": rn
                                             "torque": rng.uniform(-1, 1, (n, 3)),
                                             "inertia": rng.uniform(0.5, 2, (n, 3)),
                                             "dt": rng.uniform(0.001, 0.01, n)}, check_euler)
-case("angular_damping", inputs(omega=U(-2, 2, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["omega"], i["omega"] * col(np.exp(-i["damping"] * i["dt"]))))
+case("angular_damping", lambda rng, n: {"omega": rng.uniform(-2, 2, (n, 3)),
+                                        "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
+     lambda i, o: close(o["omega"], i["omega"] * col(i["factor"])))
 
 # small dense linear algebra
 case("outer_product", inputs(a=U(-1, 1, 3), b=U(-1, 1, 3)),

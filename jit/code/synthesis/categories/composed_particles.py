@@ -30,7 +30,7 @@ SOURCE = "composed"
 
 PARTICLE_FORCES = ["linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force",
                    "ground_penalty_force"]
-DAMPINGS = ["linear_damping", "exponential_damping"]
+DAMPINGS = ["velocity_damping"]
 DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", *DAMPINGS}  # one of them: two count one loss twice
 INTEGRATORS = ["symplectic_euler", "explicit_euler", "verlet_kick_drift"]
 MAX_EFFECTS = 3  # besides the integrator: a kernel does one job
@@ -98,7 +98,7 @@ def integrate_particles(rng, name, suffix, complexity):
         w.add(f"if {d.resolved[R.INV_MASS]} == {w.lit(0.0)}:", f"{INDENT}return")
         w.nonzero.add(d.resolved[R.INV_MASS])
     substeps = rng.random() < 0.15
-    pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "linear_damping": 0.5, "exponential_damping": 0.5,
+    pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "velocity_damping": 1.0,
             "clamp_speed": 0.7, **COLLIDER_WEIGHTS, **({} if substeps else {"energy": 0.4})}
     chosen = effects(rng, pool, rng.choice((1, 2, 2, 3, MAX_EFFECTS)))
     if substeps:
@@ -377,7 +377,7 @@ def pbd_update(rng, name, suffix, complexity):
         v = d.use("velocity_from_positions", x_prev=f"{x_prev}[tid]", x=f"{x_pred}[tid]")["v"]
         tail = ""
         if rng.random() < 0.4:
-            v = d.use(rng.choice(("linear_damping", "exponential_damping")), v=v)["v"]
+            v = d.use("velocity_damping", v=v)["v"]
             tail = f", with {says(d.used[-1])}"
         if rng.random() < 0.3:
             v = d.use("clamp_speed", v=v)["v"]
@@ -393,7 +393,7 @@ def pbd_update(rng, name, suffix, complexity):
         pred = d.array(("predicted", "x_pred", "p"), "vec", "out")
         d.gather_here()
         x, v = state.read("x"), state.read("v")
-        chosen = effects(rng, {**force_pool(PARTICLE_FORCES[:-1]), "linear_damping": 0.5, "exponential_damping": 0.5},
+        chosen = effects(rng, {**force_pool(PARTICLE_FORCES[:-1]), "velocity_damping": 1.0},
                          rng.choice((0, 1, 1, 2)))
         forces = [f for f in chosen if f in PARTICLE_FORCES]
         if forces:
