@@ -632,3 +632,21 @@ def test_damping_factors_come_from_the_caller(family):
         assert all(0.0 < lo <= hi <= 1.0 for lo, hi in ranges), (ranges, spec.source)
         seen += bool(ranges)
     assert seen, family
+
+
+def test_ray_cast_takes_the_camera_from_the_caller():
+    """The camera's position and the image's aspect ratio are parameters: no thread rebuilds the ray origin
+    from scalars or divides the image's width by its height; the aspect ratio's range is the launch's."""
+    for i in range(40):
+        spec = _built("ray_cast", i)
+        kernel = _kernel(spec.source)
+        args = {a["name"]: a for a in spec.metadata["launch"]["args"]}
+        stored = {n.targets[0].id: ast.unparse(n.value) for n in ast.walk(kernel)
+                  if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+        assert "ro" not in stored and "aspect" not in stored, spec.source
+        eye = next(n for n in ("cam_pos", "camera_origin", "eye") if n in args)
+        assert args[eye]["dtype"] == "vec3f" and args[eye]["kind"] == "scalar", spec.source
+        aspect = next(n for n in ("aspect", "aspect_ratio") if n in args)
+        h, w = spec.metadata["launch"]["dim"]
+        assert args[aspect]["range"] == [w / h, w / h], spec.source
+        assert not re.search(r"float\(\w+\.shape\[1\]\) / float\(\w+\.shape\[0\]\)", spec.source), spec.source
