@@ -872,6 +872,33 @@ def uniaxial_and_hydrostatic(rng, n):
 
 case("von_mises_stress", uniaxial_and_hydrostatic, check_von_mises)
 
+
+def inverted_and_flat(rng, n):
+    """Deformation gradients of inverted elements (first half: a column flipped, J < 0) and of flattened
+    ones (second half: the third edge collapsed, J = 0 exactly), with stresses of any sign."""
+    F = eye(n, 3) + rng.uniform(-0.2, 0.2, (n, 3, 3))
+    F[: n // 2, :, 0] *= -1.0
+    F[n // 2:, :, 2] = 0.0
+    return {"P": rng.uniform(-1, 1, (n, 3, 3)), "F": F}
+
+
+def von_mises_np(sigma):
+    dev = sigma - eye(len(sigma), 3) * (np.trace(sigma, axis1=1, axis2=2) / 3.0)[:, None, None]
+    return np.sqrt(1.5 * np.sum(dev * dev, axis=(1, 2)))
+
+
+def check_von_mises_degenerate(i, o):
+    """Inverted elements: the von Mises stress of sigma = P F^T / J, which the sign of J does not change;
+    flattened ones: finite, |J| kept at 1e-6 rather than a division by zero."""
+    assert_finite(o["s"])
+    half = N // 2
+    PFt = np.einsum("nij,nkj->nik", i["P"], i["F"])
+    close(o["s"][:half], von_mises_np(PFt[:half] / np.linalg.det(i["F"][:half])[:, None, None]), rtol=1e-4, atol=1e-5)
+    close(o["s"][half:], von_mises_np(PFt[half:] / 1.0e-6), rtol=1e-4)
+
+
+case("von_mises_stress", inverted_and_flat, check_von_mises_degenerate, tag="_degenerate")
+
 # particle fluids
 
 
