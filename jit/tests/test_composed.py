@@ -371,3 +371,32 @@ def test_per_step_decay_factors_come_from_the_caller(category):
             assert 0.0 < lo <= hi <= 1.0, (ranges, spec.source)
         seen += bool(ranges)
     assert seen, category  # some kernels of the job damp or decay
+
+
+def test_sph_forces_normalise_each_kernel_by_its_own_constant():
+    """The spiky gradient and the viscosity Laplacian each take their normalisation (Mueller et al. 2003 in
+    3D, the planar kernels' in 2D), over the smoothing lengths the launch draws; all-pairs loops run over
+    the positions array, with no particle count passed beside it."""
+    from jit.code.synthesis.pieces.sph import norm_range
+
+    kinds = collections.Counter()
+    for i in range(120):
+        spec = generate(SEED, i, categories=["sph_fluid"])
+        source = spec.source
+        # every value's range by name, a parameter struct's fields included
+        ranges = {n: tuple(r) for a in spec.metadata["launch"]["args"]
+                  for n, r in [(a["name"], a["range"]), *(a.get("field_ranges") or {}).items()]}
+        for loop in re.findall(r"for j in range\(([^)]*)\)", source):
+            assert loop.endswith(".shape[0]"), source
+        assert not {"num_particles", "n"} & set(ranges), source
+        if "pressure_pair_acceleration" not in spec.metadata["pieces"]:
+            continue
+        dim = 2 if "vec2" in source else 3
+        spiky = next(n for n in ranges if n in ("spiky_grad_norm", "spiky_norm"))
+        assert ranges[spiky] == norm_range("spiky_grad", dim), source
+        visc = next((n for n in ranges if n in ("visc_lap_norm", "viscosity_norm")), None)
+        if "viscosity_pair_acceleration" in spec.metadata["pieces"]:
+            assert visc and ranges[visc] == norm_range("visc_lap", dim), source
+            assert re.search(rf"\* (\w+\.)?{spiky} \+ \w+ \* (\w+\.)?{visc}\b", source), source
+        kinds[dim, visc is not None] += 1
+    assert len(kinds) >= 3, kinds  # 2D and 3D, with and without viscosity

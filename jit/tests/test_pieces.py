@@ -929,16 +929,22 @@ case("clamped_linear_pressure", inputs(rho=U(0.5, 2), rho0=U(0.5, 1.5), k=U(1, 1
 
 
 def check_pressure_pair(i, o):
+    """a_i = -m_j (p_i / rho_i^2 + p_j / rho_j^2) grad_i W (Mueller et al. 2003, without the normalisation)."""
     term = i["p_i"] / i["rho_i"] ** 2 + i["p_j"] / i["rho_j"] ** 2
-    close(o["f"], spiky_grad_np(i["d"], i["r"], i["h"]) * (i["mass"] * term)[:, None], rtol=1e-3, atol=1e-5)
-    # a job subtracts the term: with positive pressures that pushes i away from j (along d)
-    assert np.all(np.einsum("nk,nk->n", -o["f"], i["d"]) >= -1e-6)
+    close(o["a"], -spiky_grad_np(i["d"], i["r"], i["h"]) * (i["mass"] * term)[:, None], rtol=1e-3, atol=1e-5)
+    # with positive pressures the acceleration pushes i away from j (along d)
+    assert np.all(np.einsum("nk,nk->n", o["a"], i["d"]) >= -1e-6)
 
 
-case("pressure_pair_force", pair_inputs, check_pressure_pair)
-case("viscosity_pair_force", pair_inputs,
-     lambda i, o: close(o["f"], (i["v_j"] - i["v_i"]) * (i["mu"] * i["mass"] * np.maximum(i["h"] - i["r"], 0)
-                                                        / i["rho_j"])[:, None], atol=1e-5))
+def check_viscosity_pair(i, o):
+    """a_i = mu m_j (v_j - v_i) / (rho_i rho_j) lap W, lap W = h - r without the normalisation: the viscous
+    force density over rho_i, an acceleration."""
+    lap = np.maximum(i["h"] - i["r"], 0)
+    close(o["a"], (i["v_j"] - i["v_i"]) * (i["mu"] * i["mass"] * lap / (i["rho_i"] * i["rho_j"]))[:, None], atol=1e-5)
+
+
+case("pressure_pair_acceleration", pair_inputs, check_pressure_pair)
+case("viscosity_pair_acceleration", pair_inputs, check_viscosity_pair)
 case("xsph_pair", pair_inputs,
      lambda i, o: close(o["dv"], (i["v_j"] - i["v_i"]) * (i["mass"] / i["rho_j"] * poly6_np(i["r2"], i["h"]))[:, None],
                         atol=1e-7))
