@@ -400,3 +400,22 @@ def test_sph_forces_normalise_each_kernel_by_its_own_constant():
             assert re.search(rf"\* (\w+\.)?{spiky} \+ \w+ \* (\w+\.)?{visc}\b", source), source
         kinds[dim, visc is not None] += 1
     assert len(kinds) >= 3, kinds  # 2D and 3D, with and without viscosity
+
+
+def test_position_prediction_writes_only_its_outputs():
+    """A PBD prediction reads positions and velocities and writes the predicted positions (and, if so
+    drawn, the predicted velocities) to their own arrays: no input is updated in place."""
+    forms = set()
+    for i in range(80):
+        spec = generate(SEED, i, categories=["pbd_update"])
+        if "symplectic_euler" not in spec.metadata["pieces"]:
+            continue
+        args = spec.metadata["launch"]["args"]
+        ins = [a["name"] for a in args if a["kind"] == "array" and a["role"] == "in"]
+        outs = [a["name"] for a in args if a["role"] in ("out", "inout")]
+        assert all(a["role"] == "out" for a in args if a["name"] in outs), spec.source
+        for name in ins:
+            assert not re.search(rf"\b{name}\[[^]]*\] =", spec.source), spec.source
+        forms.add(len(outs))
+        assert ("velocities" in spec.metadata["purpose"]) and (len(outs) in (1, 2)), spec.source
+    assert forms == {1, 2}, forms

@@ -386,11 +386,17 @@ def pbd_update(rng, name, suffix, complexity):
         purpose = f"Finish a {d.style.dim}D position-based step: {says('velocity_from_positions')}{tail}"
         base = rng.choice(("update_velocities", "finalize_step", "pbd_velocities"))
     else:
+        # the state is only read: the prediction goes to its own array, and the velocities either follow
+        # from the corrected positions at the end of the step (the velocity job) or go out beside it
+        differentiable = d.differentiable  # nothing is written back into a struct array: the gradient check stays
         state = particle_state(d, {"x": ("positions", "particle_x", "x"), "v": ("velocities", "particle_v", "v")},
                                in_place=True)
-        if not state.aos:  # the positions are only read: the prediction goes to its own array
-            next(a for a in d.inputs if a.name == state.fields["x"][0]).role = "in"
+        d.differentiable = differentiable
+        for param in d.inputs:
+            if param.name in {arr for arr, _ in state.fields.values()}:
+                param.role = "in"
         pred = d.array(("predicted", "x_pred", "p"), "vec", "out")
+        v_pred = d.array(("v_pred", "predicted_velocities"), "vec", "out") if rng.random() < 0.4 else None
         d.gather_here()
         x, v = state.read("x"), state.read("v")
         chosen = effects(rng, {**force_pool(PARTICLE_FORCES[:-1]), "velocity_damping": 1.0},
@@ -409,10 +415,14 @@ def pbd_update(rng, name, suffix, complexity):
             loads += f", with {says(damping)}"
         w.pinned.add(x)
         out = d.use("symplectic_euler", x=x, v=v, a=a)
-        store_state(state, {"v": out["v"]})
         w.add(f"{pred}[tid] = {out['x']}")
+        if v_pred:
+            w.add(f"{v_pred}[tid] = {out['v']}")
+            tail = ", and write the predicted velocities beside them"
+        else:
+            tail = " (the velocities follow from the corrected positions at the end of the step)"
         purpose = f"Predict {d.style.dim}D particle positions for a position-based step by " \
-                  f"{says('symplectic_euler')} under {loads}, updating the velocities in place"
+                  f"{says('symplectic_euler')} under {loads}{tail}"
         base = rng.choice(("predict_positions", "pbd_predict", "integrate_predict"))
     return d.finish(base, [its.launch], purpose)
 
