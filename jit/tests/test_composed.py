@@ -194,9 +194,9 @@ def test_no_reviewer_slips():
 
 
 EFFECTS = {"linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force", "ground_penalty_force",
-           "linear_damping", "exponential_damping", "clamp_speed", "ground_contact", "sphere_contact",
+           "velocity_damping", "clamp_speed", "ground_contact", "sphere_contact",
            "box_container", "sdf_contact"}
-DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", "linear_damping", "exponential_damping"}
+DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", "velocity_damping"}
 
 
 def test_particle_steps_do_one_job():
@@ -332,3 +332,90 @@ def test_speed_limit_holds_before_the_position_moves():
     step = np.linalg.norm(after - before, axis=1)
     assert np.all(step <= 0.5 * float(values[dt]) * (1 + 1e-4)), (step.max(), spec.source)
     assert np.any(step > 0.4 * float(values[dt])), spec.source  # the limit binds for some
+
+
+# ---------------------------------------------------------------------------------------------
+# values the same for every thread are the caller's
+
+
+DAMPED = ["wave_grid", "diffuse_grid", "advect_grid", "integrate_particles", "pbd_update", "integrate_bodies"]
+
+
+def uniform_exps(source: str, spec) -> list[str]:
+    """``wp.exp`` calls of the kernel whose argument reads only values that are one for the whole launch
+    (scalar and struct parameters, literals), and any ``wp.exp`` in a helper of these jobs (none of them
+    takes the exponential of a per-item value)."""
+    uniform = {a["name"] for a in spec.metadata["launch"]["args"] if a["kind"] != "array"}
+    found = []
+    for fn in (n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)):
+        is_kernel = any("kernel" in ast.unparse(d) for d in fn.decorator_list)
+        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == "wp.exp"):
+            names = {n.id for n in ast.walk(call) if isinstance(n, ast.Name) and n.id != "wp"}
+            if not is_kernel or names <= uniform:
+                found.append(ast.unparse(call))
+    return found
+
+
+@pytest.mark.parametrize("category", DAMPED)
+def test_per_step_decay_factors_come_from_the_caller(category):
+    """exp(-k dt) of a damping or decay rate is one value per step: passed in, never computed per thread,
+    with a launch range of factors in (0, 1]."""
+    seen = 0
+    for i in range(60):
+        spec = generate(SEED, i, categories=[category])
+        assert not uniform_exps(spec.source, spec), spec.source
+        args = spec.metadata["launch"]["args"]
+        ranges = [r for a in args for n, r in ([(a["name"], a["range"])] + list((a.get("field_ranges") or {}).items()))
+                  if n.endswith(("_factor", "_decay"))]
+        for lo, hi in ranges:
+            assert 0.0 < lo <= hi <= 1.0, (ranges, spec.source)
+        seen += bool(ranges)
+    assert seen, category  # some kernels of the job damp or decay
+
+
+def test_sph_forces_normalise_each_kernel_by_its_own_constant():
+    """The spiky gradient and the viscosity Laplacian each take their normalisation (Mueller et al. 2003 in
+    3D, the planar kernels' in 2D), over the smoothing lengths the launch draws; all-pairs loops run over
+    the positions array, with no particle count passed beside it."""
+    from jit.code.synthesis.pieces.sph import norm_range
+
+    kinds = collections.Counter()
+    for i in range(120):
+        spec = generate(SEED, i, categories=["sph_fluid"])
+        source = spec.source
+        # every value's range by name, a parameter struct's fields included
+        ranges = {n: tuple(r) for a in spec.metadata["launch"]["args"]
+                  for n, r in [(a["name"], a["range"]), *(a.get("field_ranges") or {}).items()]}
+        for loop in re.findall(r"for j in range\(([^)]*)\)", source):
+            assert loop.endswith(".shape[0]"), source
+        assert not {"num_particles", "n"} & set(ranges), source
+        if "pressure_pair_acceleration" not in spec.metadata["pieces"]:
+            continue
+        dim = 2 if "vec2" in source else 3
+        spiky = next(n for n in ranges if n in ("spiky_grad_norm", "spiky_norm"))
+        assert ranges[spiky] == norm_range("spiky_grad", dim), source
+        visc = next((n for n in ranges if n in ("visc_lap_norm", "viscosity_norm")), None)
+        if "viscosity_pair_acceleration" in spec.metadata["pieces"]:
+            assert visc and ranges[visc] == norm_range("visc_lap", dim), source
+            assert re.search(rf"\* (\w+\.)?{spiky} \+ \w+ \* (\w+\.)?{visc}\b", source), source
+        kinds[dim, visc is not None] += 1
+    assert len(kinds) >= 3, kinds  # 2D and 3D, with and without viscosity
+
+
+def test_position_prediction_writes_only_its_outputs():
+    """A PBD prediction reads positions and velocities and writes the predicted positions (and, if so
+    drawn, the predicted velocities) to their own arrays: no input is updated in place."""
+    forms = set()
+    for i in range(80):
+        spec = generate(SEED, i, categories=["pbd_update"])
+        if "symplectic_euler" not in spec.metadata["pieces"]:
+            continue
+        args = spec.metadata["launch"]["args"]
+        ins = [a["name"] for a in args if a["kind"] == "array" and a["role"] == "in"]
+        outs = [a["name"] for a in args if a["role"] in ("out", "inout")]
+        assert all(a["role"] == "out" for a in args if a["name"] in outs), spec.source
+        for name in ins:
+            assert not re.search(rf"\b{name}\[[^]]*\] =", spec.source), spec.source
+        forms.add(len(outs))
+        assert ("velocities" in spec.metadata["purpose"]) and (len(outs) in (1, 2)), spec.source
+    assert forms == {1, 2}, forms

@@ -181,8 +181,10 @@ def test_particle_step_matches_numpy(known):
             return np.float32(dt)
         if name == "gravity":
             return np.float32(g)
-        if name in ("damping", "drag", "k_damp"):
-            return np.float32(0.0)  # every damping form reduces to no damping
+        if name in ("drag", "k_drag"):
+            return np.float32(0.0)  # no drag
+        if name in ("damping_factor", "velocity_decay", "decay_factor"):
+            return np.float32(1.0)  # the per-step factor of no damping
         if "mass" in name:  # inverse mass and mass alike: 1
             return np.ones(arg["shape"], np.float32) if arg["kind"] == "array" else np.float32(1.0)
         return None
@@ -601,3 +603,50 @@ def test_sph_density_matches_numpy():
     r2 = ((x[:, None, :].astype(np.float64) - x[None, :, :]) ** 2).sum(-1)
     expected = mass * coeff * (np.clip(h * h - r2, 0.0, None) ** 3).sum(axis=1)
     np.testing.assert_allclose(got[out], expected, rtol=1e-4, err_msg=spec.source)
+
+
+# ---------------------------------------------------------------------------------------------
+# what is the same for every thread is the caller's
+
+
+def _uniform_exps(source: str, uniform: set[str]) -> list[str]:
+    """``wp.exp`` calls of the kernel whose argument reads only values that are one for the whole launch."""
+    kernel = _kernel(source)
+    return [ast.unparse(c) for c in ast.walk(kernel) if isinstance(c, ast.Call) and ast.unparse(c.func) == "wp.exp"
+            and {n.id for n in ast.walk(c) if isinstance(n, ast.Name) and n.id != "wp"} <= uniform]
+
+
+@pytest.mark.parametrize("family", ["particle_integration", "advection", "rigid_body"])
+def test_damping_factors_come_from_the_caller(family):
+    """exp(-k dt) (or 1 - k dt) of a damping or decay rate is one value per step: a parameter whose launch
+    range lies in (0, 1], never computed by every thread."""
+    seen = 0
+    for i in range(60):
+        spec = _built(family, i)
+        args = spec.metadata["launch"]["args"]
+        uniform = {a["name"] for a in args if a["kind"] != "array"}
+        assert not _uniform_exps(spec.source, uniform), spec.source
+        assert not re.search(r"\(1\.0 - \w+(\.\w+)? \* \w+(\.\w+)?\)", spec.source), spec.source
+        ranges = [r for a in args for n, r in [(a["name"], a["range"]), *(a.get("field_ranges") or {}).items()]
+                  if n.endswith(("_factor", "_decay"))]
+        assert all(0.0 < lo <= hi <= 1.0 for lo, hi in ranges), (ranges, spec.source)
+        seen += bool(ranges)
+    assert seen, family
+
+
+def test_ray_cast_takes_the_camera_from_the_caller():
+    """The camera's position and the image's aspect ratio are parameters: no thread rebuilds the ray origin
+    from scalars or divides the image's width by its height; the aspect ratio's range is the launch's."""
+    for i in range(40):
+        spec = _built("ray_cast", i)
+        kernel = _kernel(spec.source)
+        args = {a["name"]: a for a in spec.metadata["launch"]["args"]}
+        stored = {n.targets[0].id: ast.unparse(n.value) for n in ast.walk(kernel)
+                  if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+        assert "ro" not in stored and "aspect" not in stored, spec.source
+        eye = next(n for n in ("cam_pos", "camera_origin", "eye") if n in args)
+        assert args[eye]["dtype"] == "vec3f" and args[eye]["kind"] == "scalar", spec.source
+        aspect = next(n for n in ("aspect", "aspect_ratio") if n in args)
+        h, w = spec.metadata["launch"]["dim"]
+        assert args[aspect]["range"] == [w / h, w / h], spec.source
+        assert not re.search(r"float\(\w+\.shape\[1\]\) / float\(\w+\.shape\[0\]\)", spec.source), spec.source

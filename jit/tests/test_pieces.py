@@ -187,10 +187,10 @@ case("acceleration_from_inverse_mass", some_pinned,
      lambda i, o: close(o["a"], i["f"] * col(i["inv_mass"]) + i["gravity"] * col(i["inv_mass"] != 0)))
 case("acceleration_from_mass", inputs(f=U(-1, 1, 3), mass=U(0.5, 2), gravity=U(-9.81, -1, 3)),
      lambda i, o: close(o["a"], i["f"] / col(i["mass"]) + i["gravity"]))
-case("linear_damping", inputs(v=U(-1, 1, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["v"], i["v"] * col(1 - i["damping"] * i["dt"])))
-case("exponential_damping", inputs(v=U(-1, 1, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["v"], i["v"] * col(np.exp(-i["damping"] * i["dt"]))))
+# the caller's factor exp(-k dt) for rates k in [0, 2] and steps in [0.001, 0.01]
+case("velocity_damping", lambda rng, n: {"v": rng.uniform(-1, 1, (n, 3)),
+                                         "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
+     lambda i, o: close(o["v"], i["v"] * col(i["factor"])))
 
 
 def check_clamp(i, o):
@@ -614,8 +614,9 @@ case("backtrace_rk2", lambda rng, n: {"p": rng.uniform(1, 6, (n, 2)), "u": np.ti
      lambda i, o: close(o["p"], i["p"] - i["u"] * col(i["dt"] * i["inv_dx"]), atol=1e-5),  # uniform flow: Euler
      dim=2, grids={"velocity": GRID2})
 case("nonnegative", inputs(c=U(-1, 1)), lambda i, o: close(o["c"], np.maximum(i["c"], 0)))
-case("grid_decay", inputs(c=U(-1, 1), rate=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["c"], i["c"] * np.exp(-i["rate"] * i["dt"])))
+case("grid_decay", lambda rng, n: {"c": rng.uniform(-1, 1, n),
+                                   "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
+     lambda i, o: close(o["c"], i["c"] * i["factor"]))
 
 # transforms
 case("transform_point", lambda rng, n: {"xform": transforms(rng, n), "p": rng.uniform(-0.5, 0.5, (n, 3))},
@@ -691,8 +692,9 @@ case("euler_rotation_step", lambda rng, n: {"q": unit_quats(rng, n), "omega": rn
                                             "torque": rng.uniform(-1, 1, (n, 3)),
                                             "inertia": rng.uniform(0.5, 2, (n, 3)),
                                             "dt": rng.uniform(0.001, 0.01, n)}, check_euler)
-case("angular_damping", inputs(omega=U(-2, 2, 3), damping=U(0, 2), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["omega"], i["omega"] * col(np.exp(-i["damping"] * i["dt"]))))
+case("angular_damping", lambda rng, n: {"omega": rng.uniform(-2, 2, (n, 3)),
+                                        "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
+     lambda i, o: close(o["omega"], i["omega"] * col(i["factor"])))
 
 # small dense linear algebra
 case("outer_product", inputs(a=U(-1, 1, 3), b=U(-1, 1, 3)),
@@ -870,6 +872,33 @@ def uniaxial_and_hydrostatic(rng, n):
 
 case("von_mises_stress", uniaxial_and_hydrostatic, check_von_mises)
 
+
+def inverted_and_flat(rng, n):
+    """Deformation gradients of inverted elements (first half: a column flipped, J < 0) and of flattened
+    ones (second half: the third edge collapsed, J = 0 exactly), with stresses of any sign."""
+    F = eye(n, 3) + rng.uniform(-0.2, 0.2, (n, 3, 3))
+    F[: n // 2, :, 0] *= -1.0
+    F[n // 2:, :, 2] = 0.0
+    return {"P": rng.uniform(-1, 1, (n, 3, 3)), "F": F}
+
+
+def von_mises_np(sigma):
+    dev = sigma - eye(len(sigma), 3) * (np.trace(sigma, axis1=1, axis2=2) / 3.0)[:, None, None]
+    return np.sqrt(1.5 * np.sum(dev * dev, axis=(1, 2)))
+
+
+def check_von_mises_degenerate(i, o):
+    """Inverted elements: the von Mises stress of sigma = P F^T / J, which the sign of J does not change;
+    flattened ones: finite, |J| kept at 1e-6 rather than a division by zero."""
+    assert_finite(o["s"])
+    half = N // 2
+    PFt = np.einsum("nij,nkj->nik", i["P"], i["F"])
+    close(o["s"][:half], von_mises_np(PFt[:half] / np.linalg.det(i["F"][:half])[:, None, None]), rtol=1e-4, atol=1e-5)
+    close(o["s"][half:], von_mises_np(PFt[half:] / 1.0e-6), rtol=1e-4)
+
+
+case("von_mises_stress", inverted_and_flat, check_von_mises_degenerate, tag="_degenerate")
+
 # particle fluids
 
 
@@ -900,16 +929,22 @@ case("clamped_linear_pressure", inputs(rho=U(0.5, 2), rho0=U(0.5, 1.5), k=U(1, 1
 
 
 def check_pressure_pair(i, o):
+    """a_i = -m_j (p_i / rho_i^2 + p_j / rho_j^2) grad_i W (Mueller et al. 2003, without the normalisation)."""
     term = i["p_i"] / i["rho_i"] ** 2 + i["p_j"] / i["rho_j"] ** 2
-    close(o["f"], spiky_grad_np(i["d"], i["r"], i["h"]) * (i["mass"] * term)[:, None], rtol=1e-3, atol=1e-5)
-    # a job subtracts the term: with positive pressures that pushes i away from j (along d)
-    assert np.all(np.einsum("nk,nk->n", -o["f"], i["d"]) >= -1e-6)
+    close(o["a"], -spiky_grad_np(i["d"], i["r"], i["h"]) * (i["mass"] * term)[:, None], rtol=1e-3, atol=1e-5)
+    # with positive pressures the acceleration pushes i away from j (along d)
+    assert np.all(np.einsum("nk,nk->n", o["a"], i["d"]) >= -1e-6)
 
 
-case("pressure_pair_force", pair_inputs, check_pressure_pair)
-case("viscosity_pair_force", pair_inputs,
-     lambda i, o: close(o["f"], (i["v_j"] - i["v_i"]) * (i["mu"] * i["mass"] * np.maximum(i["h"] - i["r"], 0)
-                                                        / i["rho_j"])[:, None], atol=1e-5))
+def check_viscosity_pair(i, o):
+    """a_i = mu m_j (v_j - v_i) / (rho_i rho_j) lap W, lap W = h - r without the normalisation: the viscous
+    force density over rho_i, an acceleration."""
+    lap = np.maximum(i["h"] - i["r"], 0)
+    close(o["a"], (i["v_j"] - i["v_i"]) * (i["mu"] * i["mass"] * lap / (i["rho_i"] * i["rho_j"]))[:, None], atol=1e-5)
+
+
+case("pressure_pair_acceleration", pair_inputs, check_pressure_pair)
+case("viscosity_pair_acceleration", pair_inputs, check_viscosity_pair)
 case("xsph_pair", pair_inputs,
      lambda i, o: close(o["dv"], (i["v_j"] - i["v_i"]) * (i["mass"] / i["rho_j"] * poly6_np(i["r2"], i["h"]))[:, None],
                         atol=1e-7))

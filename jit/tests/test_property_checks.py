@@ -404,3 +404,53 @@ def test_kinds_are_reproducible(kind):
     a = PC.build(kind, random.Random(1), "00ff00ff")
     b = PC.build(kind, random.Random(1), "00ff00ff")
     assert a.source() == b.source() and a.meta == b.meta
+
+
+def test_expected_float32_literals_are_written_plain():
+    """A float32 literal compared whole in ``wp.expect_eq`` / ``wp.expect_near`` is a plain ``1.0``: the
+    literal already is a float32 in a kernel, a ``wp.float32(1.0)`` cast there is needless."""
+    cast = re.compile(r"wp\.float32\(-?\d+\.\d*(e-?\d+)?\)")
+    for kind in sorted(PC.KINDS):
+        for n in range(30):
+            source = PC.build(kind, random.Random(f"plain:{kind}:{n}"), "00000000").source()
+            for line in source.splitlines():
+                m = re.match(r"\s*wp\.expect_(?:eq|near)\((.*)\)$", line)
+                if not m:
+                    continue
+                depth, start, args = 0, 0, []
+                for k, ch in enumerate(m[1]):
+                    depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+                    if ch == "," and depth == 0:
+                        args.append(m[1][start:k])
+                        start = k + 1
+                args.append(m[1][start:])
+                assert not any(cast.fullmatch(a.strip()) for a in args), f"{line}\n{source}"
+
+
+def test_error_function_docstrings_name_the_inverses_checked():
+    """The docstring names each inverse the kernel checks, and only those; every comment on a check
+    stands on its own."""
+    shapes = set()
+    for n in range(60):
+        kb = PC.build("error_functions", random.Random(f"erf:{n}"), "00000000")
+        source, doc = kb.source(), doc_of(kb.source())
+        code = "\n".join(line for line in source.splitlines() if not line.strip().startswith("#"))
+        used = {f for f in ("erfinv", "erfcinv") if f"wp.{f}(" in code}
+        named = {f for f in ("erfinv", "erfcinv") if re.search(rf"\b{f}\b", doc)}
+        assert used == named, (used, named, source)
+        assert ("inverse" in kb.name) <= bool(used), source
+        assert " too" not in source, source
+        shapes.add(frozenset(used))
+    assert len(shapes) >= 3, shapes
+
+
+def test_struct_arrays_are_named_for_their_struct():
+    """An array of ``Body`` structs is ``bodies`` and its element ``body`` (``Shape``: ``shapes``, ``shape``)."""
+    for n in range(40):
+        kb = PC.build("struct_frames", random.Random(f"frames:{n}"), "00000000")
+        source = kb.source()
+        array = next(p for p in kb.params if p.role == "in" and p.dtype.kind == "struct")
+        struct = array.dtype.name.rsplit("_", 1)[0]
+        one = {"Body": "body", "Instance": "instance", "Shape": "shape"}[struct]
+        assert array.name == {"body": "bodies"}.get(one, one + "s"), source
+        assert re.search(rf"\b{one} = {array.name}\[", source), source

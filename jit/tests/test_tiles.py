@@ -3,6 +3,8 @@ the CPU with seeded inputs from its launch description, against NumPy."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -31,7 +33,8 @@ def reference(spec, plan, values: dict) -> dict[str, np.ndarray]:
         a = v[ins[0].name]
         terms = {"sum": a, "dot": a * v[ins[1].name] if len(ins) > 1 else a,
                  "norm": a * a, "l1": np.abs(a)}[kind]
-        if "Weighted" in spec.source:
+        if len(ins) > (2 if kind == "dot" else 1):  # the weights: one more input
+            assert "weighted" in spec.name and "weighted elementwise by" in spec.source, spec.source
             terms = terms * v[ins[-1].name]
         scale = 1.0 / a.size if "Mean of" in spec.source else 1.0
         if outs[0].shape[0] > 1:  # one partial sum per block
@@ -144,3 +147,26 @@ def test_kinds_are_reproducible(kind):
     a = PT.build(kind, random.Random(1), "00ff00ff")
     b = PT.build(kind, random.Random(1), "00ff00ff")
     assert a.source() == b.source() and a.dims == b.dims and a.block_dim == b.block_dim
+
+
+def test_reductions_compute_each_offset_once_and_are_named_for_what_they_sum():
+    """A block's offset, read by several loads, is computed once under a name; products of module constants
+    need no ``wp.static``; a sum weighted by a second array is named as weighted, not as a plain sum."""
+    weighted = 0
+    for i in range(ITEMS):
+        spec = generate(3, i, ["tile_blocks"])
+        base = spec.name.rsplit("_", 1)[0]
+        if base not in PT.NAMES["sum"] + PT.NAMES["dot"] + PT.NAMES["norm"]:
+            continue
+        assert "wp.static" not in spec.source, spec.source
+        offsets = [o for o in re.findall(r"wp\.tile_load\(\w+, shape=\w+, offset=([^)]+)\)", spec.source)]
+        computed = [o for o in offsets if not re.fullmatch(r"\w+", o)]
+        assert len(computed) == len(set(computed)), spec.source
+        arrays = [p for p in spec.metadata["launch"]["args"] if p["role"] == "in"]
+        plain = 2 if base in PT.NAMES["dot"] else 1
+        if len(arrays) > plain:  # the weights
+            weighted += 1
+            assert "weighted" in base and base not in ("block_sum", "sum_blocks", "reduce_sum"), spec.source
+        else:
+            assert "weighted" not in base, spec.source
+    assert weighted, "no weighted reduction drawn"

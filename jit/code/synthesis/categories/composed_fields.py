@@ -15,7 +15,7 @@ from jit.code.synthesis.pieces.base import Role
 from jit.code.synthesis.pieces.kit import (draft, grid, grid_purpose, grid_shape,
                                            interior_guard, items, join, neighbour_loop, pick_weighted, says, solid_cells,
                                            style, total)
-from jit.code.synthesis.pieces.sph import XSPH
+from jit.code.synthesis.pieces.sph import XSPH, norm_range, norm_text
 
 
 SOURCE = "composed"
@@ -280,23 +280,38 @@ def sph_fluid(rng, name, suffix, complexity):
         if viscous:
             vel = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0)
             vi = w.let(("vi", "v_i"), f"{vel}[tid]")
-        pi, rhoi = w.let(("pi", "p_i"), f"{pres}[tid]"), w.let(("rhoi", "rho_i"), f"{rho}[tid]")
-        f = w.let(("acc", "a_sum"), zero_v)  # per unit mass, before the kernel's normalisation
+        pi, rhoi = w.let(("p_i", "pressure_i"), f"{pres}[tid]"), w.let(("rhoi", "rho_i"), f"{rho}[tid]")
+        # per unit mass, each before its kernel's normalisation (the spiky gradient's, the viscosity Laplacian's)
+        acc_p = w.let(("a_p", "acc_pressure", "a_pressure_sum"), zero_v)
+        acc_v = w.let(("a_v", "acc_viscous", "a_visc_sum"), zero_v) if viscous else None
         j, how = neighbour_loop(d, n, x)
         with w.block(f"if {j} != tid"):
             dvec = w.let(("d", "x_ij"), f"{xi} - {x}[{j}]")
             r = w.let(("r", "dist"), w.length(dvec))
             rhoj = w.let(("rhoj", "rho_j"), f"{rho}[{j}]")  # squared in the pressure term: read once
-            fp = d.use("pressure_pair_force", d=dvec, r=r, h=h, mass=mass, p_i=pi, rho_i=rhoi, p_j=f"{pres}[{j}]",
-                       rho_j=rhoj)["f"]
-            w.add(f"{f} -= {fp}")
+            ap = d.use("pressure_pair_acceleration", d=dvec, r=r, h=h, mass=mass, p_i=pi, rho_i=rhoi,
+                       p_j=f"{pres}[{j}]", rho_j=rhoj)["a"]
+            w.add(f"{acc_p} += {ap}")
             if viscous:
-                fv = d.use("viscosity_pair_force", r=r, h=h, mass=mass, v_i=vi, v_j=f"{vel}[{j}]", rho_j=rhoj)["f"]
-                w.add(f"{f} += {fv} / {rhoi}")  # a force density: per unit mass, like the pressure term
+                av = d.use("viscosity_pair_acceleration", r=r, h=h, mass=mass, v_i=vi, v_j=f"{vel}[{j}]", rho_i=rhoi,
+                           rho_j=rhoj)["a"]
+                w.add(f"{acc_v} += {av}")
         w.depth -= 1
-        terms = [says("pressure_pair_force")] + ([says("viscosity_pair_force")] if viscous else [])
-        norm = d.scalar(("kernel_normalization", "spiky_norm"), lo=1.0, hi=100.0)
-        a = w.let(("a", "accel", "a_total"), f"{f} * {norm}")
+        terms = [says("pressure_pair_acceleration")] + ([says("viscosity_pair_acceleration")] if viscous else [])
+        source = "Mueller et al. 2003" if st.dim == 3 else "the 2D kernels"
+        lo, hi = norm_range("spiky_grad", st.dim)
+        spiky = d.scalar(("spiky_grad_norm", "spiky_norm"), lo=lo, hi=hi)
+        if viscous:
+            lo, hi = norm_range("visc_lap", st.dim)
+            visc = d.scalar(("visc_lap_norm", "viscosity_norm"), lo=lo, hi=hi)
+            w.add(f"# normalisations the caller computes once from the smoothing length h ({source}):",
+                  f"# {spiky} = {norm_text('spiky_grad', st.dim)} for the spiky gradient,",
+                  f"# {visc} = {norm_text('visc_lap', st.dim)} for the viscosity Laplacian")
+            a = w.let(("a", "accel", "a_total"), f"{acc_p} * {spiky} + {acc_v} * {visc}")
+        else:
+            w.add(f"# the caller computes the normalisation once from the smoothing length h ({source}):",
+                  f"# {spiky} = {norm_text('spiky_grad', st.dim)} for the spiky gradient")
+            a = w.let(("a", "accel", "a_total"), f"{acc_p} * {spiky}")
         if rng.random() < 0.4:
             g = d.resolve(R.GRAVITY)
             w.rebind(a, f"{a} + {g}")

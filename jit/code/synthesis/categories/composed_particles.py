@@ -30,7 +30,7 @@ SOURCE = "composed"
 
 PARTICLE_FORCES = ["linear_drag", "quadratic_drag", "wind_drag", "tether_force", "buoyancy_force",
                    "ground_penalty_force"]
-DAMPINGS = ["linear_damping", "exponential_damping"]
+DAMPINGS = ["velocity_damping"]
 DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", *DAMPINGS}  # one of them: two count one loss twice
 INTEGRATORS = ["symplectic_euler", "explicit_euler", "verlet_kick_drift"]
 MAX_EFFECTS = 3  # besides the integrator: a kernel does one job
@@ -98,7 +98,7 @@ def integrate_particles(rng, name, suffix, complexity):
         w.add(f"if {d.resolved[R.INV_MASS]} == {w.lit(0.0)}:", f"{INDENT}return")
         w.nonzero.add(d.resolved[R.INV_MASS])
     substeps = rng.random() < 0.15
-    pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "linear_damping": 0.5, "exponential_damping": 0.5,
+    pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "velocity_damping": 1.0,
             "clamp_speed": 0.7, **COLLIDER_WEIGHTS, **({} if substeps else {"energy": 0.4})}
     chosen = effects(rng, pool, rng.choice((1, 2, 2, 3, MAX_EFFECTS)))
     if substeps:
@@ -377,7 +377,7 @@ def pbd_update(rng, name, suffix, complexity):
         v = d.use("velocity_from_positions", x_prev=f"{x_prev}[tid]", x=f"{x_pred}[tid]")["v"]
         tail = ""
         if rng.random() < 0.4:
-            v = d.use(rng.choice(("linear_damping", "exponential_damping")), v=v)["v"]
+            v = d.use("velocity_damping", v=v)["v"]
             tail = f", with {says(d.used[-1])}"
         if rng.random() < 0.3:
             v = d.use("clamp_speed", v=v)["v"]
@@ -386,14 +386,20 @@ def pbd_update(rng, name, suffix, complexity):
         purpose = f"Finish a {d.style.dim}D position-based step: {says('velocity_from_positions')}{tail}"
         base = rng.choice(("update_velocities", "finalize_step", "pbd_velocities"))
     else:
+        # the state is only read: the prediction goes to its own array, and the velocities either follow
+        # from the corrected positions at the end of the step (the velocity job) or go out beside it
+        differentiable = d.differentiable  # nothing is written back into a struct array: the gradient check stays
         state = particle_state(d, {"x": ("positions", "particle_x", "x"), "v": ("velocities", "particle_v", "v")},
                                in_place=True)
-        if not state.aos:  # the positions are only read: the prediction goes to its own array
-            next(a for a in d.inputs if a.name == state.fields["x"][0]).role = "in"
+        d.differentiable = differentiable
+        for param in d.inputs:
+            if param.name in {arr for arr, _ in state.fields.values()}:
+                param.role = "in"
         pred = d.array(("predicted", "x_pred", "p"), "vec", "out")
+        v_pred = d.array(("v_pred", "predicted_velocities"), "vec", "out") if rng.random() < 0.4 else None
         d.gather_here()
         x, v = state.read("x"), state.read("v")
-        chosen = effects(rng, {**force_pool(PARTICLE_FORCES[:-1]), "linear_damping": 0.5, "exponential_damping": 0.5},
+        chosen = effects(rng, {**force_pool(PARTICLE_FORCES[:-1]), "velocity_damping": 1.0},
                          rng.choice((0, 1, 1, 2)))
         forces = [f for f in chosen if f in PARTICLE_FORCES]
         if forces:
@@ -409,10 +415,14 @@ def pbd_update(rng, name, suffix, complexity):
             loads += f", with {says(damping)}"
         w.pinned.add(x)
         out = d.use("symplectic_euler", x=x, v=v, a=a)
-        store_state(state, {"v": out["v"]})
         w.add(f"{pred}[tid] = {out['x']}")
+        if v_pred:
+            w.add(f"{v_pred}[tid] = {out['v']}")
+            tail = ", and write the predicted velocities beside them"
+        else:
+            tail = " (the velocities follow from the corrected positions at the end of the step)"
         purpose = f"Predict {d.style.dim}D particle positions for a position-based step by " \
-                  f"{says('symplectic_euler')} under {loads}, updating the velocities in place"
+                  f"{says('symplectic_euler')} under {loads}{tail}"
         base = rng.choice(("predict_positions", "pbd_predict", "integrate_predict"))
     return d.finish(base, [its.launch], purpose)
 

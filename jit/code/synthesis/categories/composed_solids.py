@@ -57,7 +57,8 @@ def integrate_bodies(rng, name, suffix, complexity):
     else:
         a = d.resolve(R.GRAVITY)
     if rng.random() < 0.3:
-        v = d.use("linear_damping", v=v)["v"]
+        d.resolve(R.DAMPING_FACTOR, names=("linear_damping_factor", "linear_decay"))
+        v = d.use("velocity_damping", v=v)["v"]
         phrases.append("linear damping")
     out = d.use("symplectic_euler", x=x, v=v, a=a)
     x, v = out["x"], out["v"]

@@ -129,6 +129,7 @@ class RoleParam(Param):
     """A parameter spelled as people write it (``dt: float``, ``wp.array(dtype=wp.vec3)``)."""
 
     spelled: str = ""
+    field_ranges: dict[str, tuple[float, float]] | None = None  # a struct's fields that take their own range
 
     def annotation(self) -> str:
         if self.kind == "array":
@@ -263,12 +264,15 @@ class Pattern:
             self.kb.meta.setdefault("objects", {})[name] = dict(build)
         return name
 
-    def struct(self, base: str, fields: list[tuple[str, WType]], arg: str, lo: float, hi: float) -> str:
-        """A ``@wp.struct`` parameter ``arg``; every field is drawn from [lo, hi] when run."""
+    def struct(self, base: str, fields: list[tuple[str, WType]], arg: str, lo: float, hi: float,
+               ranges: dict[str, tuple[float, float]] | None = None) -> str:
+        """A ``@wp.struct`` parameter ``arg``; every field is drawn from [lo, hi] when run, or from its
+        own range in ``ranges``."""
         t = WType(self.name(base), "struct", fields=tuple(fields))
         body = "\n".join(f"{INDENT}{n}: {self.fl.spell(ft)}" for n, ft in fields)
         self.kb.structs.append((t, f"@wp.struct\nclass {t.name}:\n{body}"))
-        self.kb.params.append(RoleParam(arg, "struct", t, 0, "in", (lo, hi), None, spelled=t.name))
+        self.kb.params.append(RoleParam(arg, "struct", t, 0, "in", (lo, hi), None, spelled=t.name,
+                                        field_ranges=dict(ranges) if ranges else None))
         return arg
 
     def func(self, source: str) -> None:

@@ -193,6 +193,7 @@ class Writer:
         inline = uses == 1 and self.rng.random() < 0.7  # x[wp.tid()] when the index is read once
         if inline:
             lines = [re.sub(rf"\[{self.tid}\]", "[wp.tid()]", line) for line in lines]
+        lines = [bare_comparands(line) for line in lines]
         if self.rng.random() < 0.35:  # the tolerance by keyword, as many of Warp's tests pass it
             lines = [NEAR.sub(r"\1, tolerance=\2)", line) if arguments(line) == 3 else line for line in lines]
         body = "\n".join(lines) + "\n".join(text for _, text in self.structs)
@@ -221,6 +222,30 @@ def typed(t: WType, value: float) -> str:
     if t.kind in ("int", "uint"):
         return f"{t.py}({int(value)})"
     return fmt(value) if t.name == "float32" else f"{t.py}({fmt(value)})"
+
+
+CAST_LITERAL = re.compile(r"wp\.float32\((-?\d+\.\d*(?:e-?\d+)?)\)")
+
+
+def bare_comparands(line: str) -> str:
+    """A float32 literal passed whole to ``wp.expect_eq`` / ``wp.expect_near`` is written plain (``1.0``,
+    not ``wp.float32(1.0)``): a float literal is a float32 in a kernel, so the cast is needless there."""
+    head = re.match(r"(\s*wp\.expect_(?:eq|near)\()(.*)\)$", line)
+    if not head:
+        return line
+    args, depth, start = [], 0, 0
+    body = head.group(2)
+    for n, ch in enumerate(body):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(body[start:n])
+            start = n + 1
+    args.append(body[start:])
+    args = [CAST_LITERAL.sub(r"\1", a) if CAST_LITERAL.fullmatch(a.strip()) else a for a in args]
+    return head.group(1) + ",".join(args) + ")"
 
 
 def arguments(line: str) -> int:

@@ -30,6 +30,7 @@ from jit.code.synthesis.categories.patterns_checks import (
     kind,
     interval,
     tolerance,
+    typed,
 )
 from jit.code.synthesis.stmt import INDENT
 from jit.code.synthesis.types import WType
@@ -38,8 +39,8 @@ from jit.code.synthesis.types import WType
 def unit_length(w: Writer, expr: str, f: WType, tol: str) -> str:
     """``expect_near(length, 1)``: in float32 a unit length is off by a few ulps, within the default 1e-6."""
     if f.name == "float32" and w.rng.random() < 0.7:
-        return f"wp.expect_near(wp.length({expr}), {w.typed(f, 1.0)})"
-    return f"wp.expect_near(wp.length({expr}), {w.typed(f, 1.0)}, {tol})"
+        return f"wp.expect_near(wp.length({expr}), 1.0)"
+    return f"wp.expect_near(wp.length({expr}), {typed(f, 1.0)}, {tol})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,18 +417,19 @@ def _struct_frames(w: Writer, rng: random.Random) -> CheckKernel:
     origin, rotation, scale = w.pick("origin", "position", "translation"), w.pick("rotation", "orientation"), \
         w.pick("scale", "size")
     frame_fields = [(origin, VECS[3, "float32"]), (rotation, QUATS["float32"])]
+    # the array and its element are named for the struct: bodies of Body, one body
+    kind, many, b = w.pick(("Body", "bodies", "body"), ("Instance", "instances", "instance"), ("Shape", "shapes", "shape"))
     if rng.random() < 0.75:  # a frame nested in a body: body.frame.origin
         frame = w.struct(w.pick("Frame", "Pose", "Transform"), frame_fields)
         member = w.pick("frame", "pose")
-        body = w.struct(w.pick("Body", "Instance", "Shape"), [(member, frame), (scale, T.FLOAT32)])
+        body = w.struct(kind, [(member, frame), (scale, T.FLOAT32)])
         nested = "nested "
     else:
-        body = w.struct(w.pick("Body", "Instance", "Shape"), [*frame_fields, (scale, T.FLOAT32)])
+        body = w.struct(kind, [*frame_fields, (scale, T.FLOAT32)])
         member, nested = "", ""
-    b = w.pick("body", "inst", "item")
     at = f"{b}.{member}." if member else f"{b}."
     o, q, k = at + origin, at + rotation, f"{b}.{scale}"
-    bodies = w.array(w.pick("bodies", "instances", "shapes"), body, 0.5, 2.0)
+    bodies = w.array(many, body, 0.5, 2.0)
     x = w.load("x", w.array(w.pick("points", "local_points", "vertices"), VECS[3, "float32"], -1.0, 1.0))
     w.add(f"{b} = {w.at(bodies)}",
           f"world = wp.quat_rotate({q}, {x} * {k}) + {o}",

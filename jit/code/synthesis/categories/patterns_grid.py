@@ -368,10 +368,10 @@ def advection(rng, name, suffix, complexity):
         vsample = sample if self_advect else bilinear(p, "wp.vec2", ("sample_velocity", "interpolate_velocity"))
     x, y, cells = departure(p, vel, dt, vsample)
     value = p.let("value", sample_call(sample, q, x, y), inline=0.5)
-    if p.chance(0.35):
-        decay = p.scalar(rng.choice(("dissipation", "decay")), lo=0.0, hi=0.5)
-        value = f"{value} * " + p.pick(f"(1.0 - {decay} * {dt})", f"wp.exp(-{decay} * {dt})")
-        p.note("lets the advected quantity decay")
+    if p.chance(0.35):  # exp(-k dt) is one value for the whole grid: the caller computes it once per step
+        decay = p.scalar(rng.choice(("decay_factor", "dissipation_factor")), lo=0.8, hi=1.0)
+        value = f"{value} * {decay}"
+        p.note(f"lets the advected quantity decay by {decay} per step (exp(-k dt), from the caller)")
     if not self_advect and p.chance(0.3):  # an emitter adds density where it injects
         src = p.array(rng.choice(("source", "emitter", "inflow")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"
@@ -418,11 +418,11 @@ def _upwind(p: Pattern, vel: str, dt: str):
         value = f"c + {dt} * dcdt"
     else:
         value = f"c - {dt} * {inv_dx} * ({rate})"
-    if p.chance(0.3):
-        decay = p.scalar(rng.choice(("dissipation", "decay")), lo=0.0, hi=0.5)
-        p.add(f"c_new = {value}", f"c_new = c_new * (1.0 - {decay} * {dt})")
+    if p.chance(0.3):  # a per-step factor, exp(-k dt) or 1 - k dt, computed once by the caller
+        decay = p.scalar(rng.choice(("decay_factor", "dissipation_factor")), lo=0.8, hi=1.0)
+        p.add(f"c_new = {value}", f"c_new = c_new * {decay}")
         value = "c_new"
-        p.note("lets the field decay")
+        p.note(f"lets the field decay by {decay} per step (exp(-k dt), from the caller)")
     if p.chance(0.3):
         src = p.array(rng.choice(("source", "emitter")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"

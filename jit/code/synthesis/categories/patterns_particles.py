@@ -25,19 +25,24 @@ def particle_integration(rng, name, suffix, complexity):
     in_place = rng.random() < 0.5
     x = p.array("positions" if rng.random() < 0.5 else "particle_x", fl.vec, "inout" if in_place else "in")
     v = p.array("velocities" if x == "positions" else "particle_v", fl.vec, "inout" if in_place else "in")
+    forced = rng.random() < 0.75
+    # a drag rate added to the forces, or a factor exp(-k dt) the velocity is scaled by each step: one value
+    # for the whole launch, so the caller computes it rather than every thread
+    drag = forced and p.chance(0.35)
     use_struct = rng.random() < 0.3
     if use_struct:
-        # the launch fills every field from one range: a small step, damping rate and gravity vector
-        params = p.struct("SimParams", [("dt", fl.scalar), ("gravity", fl.vec), ("damping", fl.scalar)],
-                          "params", 0.0, 0.05)
-        dt, gravity, damping = f"{params}.dt", f"{params}.gravity", f"{params}.damping"
+        # a small step and gravity vector; a drag rate, or a damping factor just below 1
+        knob = "drag" if drag else rng.choice(("damping_factor", "velocity_decay"))
+        params = p.struct("SimParams", [("dt", fl.scalar), ("gravity", fl.vec), (knob, fl.scalar)],
+                          "params", 0.0, 0.05, None if drag else {knob: (0.95, 1.0)})
+        dt, gravity, damping = f"{params}.dt", f"{params}.gravity", f"{params}.{knob}"
     else:
         dt = p.scalar("dt", lo=0.001, hi=0.02)
         gravity = fl.up("y", p.scalar("gravity", lo=-9.8, hi=-1.0))
-        damping = p.scalar(rng.choice(("damping", "drag", "k_damp")), lo=0.0, hi=0.5)
+        damping = p.scalar(rng.choice(("drag", "k_drag")), lo=0.0, hi=0.5) if drag else \
+            p.scalar(rng.choice(("damping_factor", "velocity_decay", "decay_factor")), lo=0.95, hi=1.0)
     p.guard("tid", x, ("num_particles", n), p=0.15)
     p.add(*p.pick([f"x = {x}[tid]", f"v = {v}[tid]"], [f"v = {v}[tid]", f"x = {x}[tid]"]))
-    forced = rng.random() < 0.75
     mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
     # a per-particle diagnostic: the kinetic energy where the mass is known, else the speed
     diagnostic = "energy" if mass == "mass" and p.chance(0.3) else "speed" if p.chance(0.2) else None
@@ -63,21 +68,18 @@ def particle_integration(rng, name, suffix, complexity):
     if forced:
         f = p.array(rng.choice(("forces", "particle_f", "f_ext")), fl.vec)
         p.add(f"f = {f}[tid]")
-        if p.chance(0.35):  # linear drag on top of the external forces
+        if drag:  # linear drag on top of the external forces
             p.add(f"f = f - {damping} * v")
-            damping = None
             p.note("adds linear drag to the external forces")
         p.add(f"v = v + (f * {w} + {gravity}) * {dt}" if rng.random() < 0.5 else
               f"a = f * {w} + {gravity}\nv = v + a * {dt}")
     else:
         p.add(f"v = v + {gravity} * {dt}")
-    if damping is not None:
-        linear = f"v = v * ({fl.lit(1.0)} - {damping} * {dt})"
-        line = rng.choice((linear, f"v = v * wp.exp(-{damping} * {dt})"))
-        if line == linear:
-            p.why("first order in damping * dt, which stays well below 1 at these steps")
-        p.add(line)
-        p.note("damps the velocity")
+    if not drag:
+        p.why((f"{damping} = exp(-k * dt) for a damping rate k, computed once per step by the caller",
+               f"the caller passes the step's decay {damping} = exp(-k * dt), the same for every particle"))
+        p.add(f"v = v * {damping}")
+        p.note("damps the velocity by a per-step factor")
     if p.chance(0.3):
         vmax = p.scalar("max_speed", lo=1.0, hi=10.0)
         p.note("clamps the speed to max_speed")

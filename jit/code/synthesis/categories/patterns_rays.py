@@ -81,27 +81,27 @@ def unit_literal(p: Pattern, x: float, y: float, z: float) -> str:
     return f"wp.vec3({fmt(x / n)}, {fmt(y / n)}, {fmt(z / n)})"
 
 
-def camera_ray(p: Pattern, image: str) -> None:
-    """Lines computing ``ro`` and ``rd`` of pixel (i, j): pinhole camera, position and field of view."""
+def camera_ray(p: Pattern, image: str, width: int, height: int) -> str:
+    """Lines computing the direction ``rd`` of pixel (i, j) of a pinhole camera looking down -z; returns
+    the rays' origin. What is the same for every pixel (the camera's position, tan(fov / 2), the aspect
+    ratio) the caller passes in."""
     rng = p.rng
     w, h = f"{image}.shape[1]", f"{image}.shape[0]"
-    # tan(fov / 2), computed once by the caller
     fov = p.scalar(p.pick("tan_half_fov", "fov_scale"), lo=0.3, hi=1.2)
-    # the horizontal pixel coordinate is stretched by the aspect ratio so that pixels stay square
-    p.add(f"aspect = float({w}) / float({h})", f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * aspect")
+    # width / height of the image the launch renders, as the caller computes it
+    aspect = p.scalar(p.pick("aspect", "aspect_ratio"), lo=width / height, hi=width / height)
+    # outside the scene (spheres and the box reach at most 1.8 from the origin along any axis), above the ground
+    eye = p.scalar(rng.choice(("cam_pos", "camera_origin", "eye")), T.VEC3F, lo=2.0, hi=3.0)
+    p.why(("the horizontal pixel coordinate is stretched by the aspect ratio so that pixels stay square",
+           "pixel centres in [-1, 1], the horizontal one scaled by the aspect ratio (square pixels)"))
+    p.add(f"sx = (2.0 * (float(j) + 0.5) / float({w}) - 1.0) * {aspect}")
     if p.coin():  # row 0 at the top of the image, as image files store it
         p.add(f"sy = 1.0 - 2.0 * (float(i) + 0.5) / float({h})")
         p.note("puts row 0 at the top of the image")
     else:
         p.add(f"sy = 2.0 * (float(i) + 0.5) / float({h}) - 1.0")
-    if p.coin():  # the camera on the z axis, looking down -z from where the caller puts it
-        dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=3.0, hi=6.0)
-        p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
-    else:  # raised above the ground, still looking down -z
-        height = p.scalar(rng.choice(("camera_height", "eye_height")), lo=0.0, hi=1.0)
-        dist = p.scalar(rng.choice(("camera_distance", "eye_distance")), lo=3.0, hi=5.0)
-        p.add(f"ro = wp.vec3(0.0, {height}, {dist})")
     p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
+    return eye
 
 
 def shade(p: Pattern, normal: str) -> str:
@@ -140,7 +140,7 @@ def ray_cast(rng, name, suffix, complexity):
     else:
         image = p.array(rng.choice(("pixels", "image", "color")), T.VEC3F, "out", ndim=2)
     normal = None if is_depth else "n"  # a depth image needs no normals
-    camera_ray(p, image)
+    ro = camera_ray(p, image, w, h)
     if p.coin(0.35):
         far = p.scalar("max_t", lo=50.0, hi=100.0)
     else:  # a distance no hit reaches: pixels still at it saw nothing
@@ -164,22 +164,22 @@ def ray_cast(rng, name, suffix, complexity):
             p.add(f"for s in range({centers}.shape[0]):")
             center, radius = f"{centers}[s]", f"{radii}[s]"
         scene = "spheres"
-        p.add(f"{INDENT}t = {hit}(ro, rd, {center}, {radius})",
+        p.add(f"{INDENT}t = {hit}({ro}, rd, {center}, {radius})",
               f"{INDENT}if t > 0.0 and t < t_min:", f"{INDENT * 2}t_min = t",
-              normal and f"{INDENT * 2}n = " + p.pick(f"wp.normalize(ro + rd * t - {center})",
-                                                       f"(ro + rd * t - {center}) / {radius}"))
+              normal and f"{INDENT * 2}n = " + p.pick(f"wp.normalize({ro} + rd * t - {center})",
+                                                       f"({ro} + rd * t - {center}) / {radius}"))
     else:
         scene = "an axis-aligned box"
         hit = box_hit(p)
         lower = p.scalar("box_lower", T.VEC3F, lo=-1.0, hi=-0.2)
         upper = p.scalar("box_upper", T.VEC3F, lo=0.2, hi=1.0)
-        p.add(f"t = {hit}(ro, rd, {lower}, {upper}, t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
+        p.add(f"t = {hit}({ro}, rd, {lower}, {upper}, t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
         if normal:  # the normal of the face hit, not the direction from the centre
-            p.add(f"{INDENT}n = {box_normal(p)}(ro + rd * t, {lower}, {upper})")
+            p.add(f"{INDENT}n = {box_normal(p)}({ro} + rd * t, {lower}, {upper})")
     if p.chance(0.5):  # a ground plane below the objects
         ground = p.scalar(rng.choice(("ground_height", "floor_y")), lo=-2.0, hi=-1.0)
         scene += " over a ground plane"
-        p.add("if rd[1] < 0.0:", f"{INDENT}tp = ({ground} - ro[1]) / rd[1]",
+        p.add("if rd[1] < 0.0:", f"{INDENT}tp = ({ground} - {ro}[1]) / rd[1]",
               f"{INDENT}if tp > 0.0 and tp < t_min:", f"{INDENT * 2}t_min = tp",
               normal and f"{INDENT * 2}n = wp.vec3(0.0, 1.0, 0.0)")
     hit_any = f"t_min < {far}"

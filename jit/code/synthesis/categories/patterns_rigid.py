@@ -68,17 +68,23 @@ def _integrate_bodies(p: Pattern):
         else:  # the same through quaternion rotations, without forming R
             p.add(f"tau_body = wp.quat_rotate_inv(r, {tau}[tid])",
                   f"w = w + wp.quat_rotate(r, {inv_i}[tid] * tau_body) * {dt}")
-    exponential = p.coin()  # one damping model for both velocities
-    if p.chance(0.4):
-        damp = p.scalar(rng.choice(("angular_damping", "angular_drag")), lo=0.0, hi=0.5)
-        if not exponential:
-            p.why("first order in damping * dt, which stays well below 1 at these steps")
-        p.add(f"w = w * wp.exp(-{damp} * {dt})" if exponential else f"w = w * (1.0 - {damp} * {dt})")
-        p.note("damps the angular velocity")
-    if p.chance(0.25):
-        lin_damp = p.scalar(rng.choice(("linear_damping", "linear_drag")), lo=0.0, hi=0.5)
-        p.add(f"v = v * wp.exp(-{lin_damp} * {dt})" if exponential else f"v = v * (1.0 - {lin_damp} * {dt})")
-        p.note("damps the linear velocity")
+    # damping as per-step factors, one value each for the whole launch: the caller computes exp(-k dt) (or
+    # 1 - k dt) once per step rather than every thread computing it again
+    form = p.pick("exp(-k * dt)", "1 - k * dt")  # one damping model for both velocities
+    spin_damped, lin_damped = p.chance(0.4), p.chance(0.25)
+    why = f"{'per-step factors' if spin_damped and lin_damped else 'a per-step factor'} from the caller: " \
+          f"{form} for a damping rate k"
+    if spin_damped:
+        damp = p.scalar(rng.choice(("angular_damping_factor", "angular_decay")), lo=0.95, hi=1.0)
+        p.why(why)
+        p.add(f"w = w * {damp}")
+        p.note("damps the angular velocity by a per-step factor")
+    if lin_damped:
+        lin_damp = p.scalar(rng.choice(("linear_damping_factor", "linear_decay")), lo=0.95, hi=1.0)
+        if not spin_damped:
+            p.why(why)
+        p.add(f"v = v * {lin_damp}")
+        p.note("damps the linear velocity by a per-step factor")
     p.add(f"x = x + v * {dt}")
     if p.coin(0.35):  # exact rotation by the angle |w| dt about w
         p.add(f"w_len = {p.length('w')}")
@@ -95,7 +101,7 @@ def _integrate_bodies(p: Pattern):
         out = p.array(rng.choice(("body_q_out", "body_q_next")), T.TRANSFORMF, "out")
         v_out = p.array(f"{lin}_out", T.VEC3F, "out")
         p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v")
-        if torqued or "damps the angular velocity" in p.notes:  # an unchanged angular velocity is not copied
+        if torqued or "damps the angular velocity by a per-step factor" in p.notes:  # an unchanged one is not copied
             w_out = p.array(f"{ang}_out", T.VEC3F, "out")
             p.add(f"{w_out}[tid] = w")
     if energy:

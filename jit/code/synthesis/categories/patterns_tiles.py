@@ -34,8 +34,9 @@ from jit.code.synthesis.stmt import INDENT, Param
 
 BLOCK_DIMS = (32, 64, 128)
 NAMES = {  # kind -> the names a kernel of that kind takes
-    "sum": ("sum_blocks", "block_sum", "reduce_sum", "mean", "average", "reduce_mean"),
-    "dot": ("dot_product", "tile_dot", "inner_product"),
+    "sum": ("sum_blocks", "block_sum", "reduce_sum", "mean", "average", "reduce_mean",
+            "weighted_sum", "weighted_block_sum", "sum_weighted"),
+    "dot": ("dot_product", "tile_dot", "inner_product", "weighted_dot", "weighted_inner_product", "tile_weighted_dot"),
     "norm": ("squared_norm", "norm_sq", "sum_of_squares"),
     "l1": ("l1_norm", "abs_sum", "sum_abs"),
     "softmax": ("softmax_rows", "row_softmax", "softmax"),
@@ -175,12 +176,17 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     partials = not mean and not single and rng.random() < 0.35  # one partial sum per block, for a second pass
     total = w.array(rng.choice(("partial_sums", "block_sums")), (blocks,), "out") if partials else \
         w.array(rng.choice(("total", "result", "out")), (1,), "out")
+    loaded = 1 + (kind == "dot") + bool(weights)  # arrays loaded at one offset: named once if read twice
+    ahead = []  # the offset's line, first in the loop over a block's tiles
     if single:  # one block: its tiles start at 0, and the block index plays no part
         start = f"k * {tile}" if span else "0"
-    elif span:  # the block's first tile, with the stride of a block folded at compile time or not
-        start = rng.choice((f"(i * {span} + k) * {tile}", f"i * wp.static({span} * {tile}) + k * {tile}"))
+    elif span:  # the block's k-th tile: the sizes are module constants, their product needs no wp.static
+        start = rng.choice((f"(i * {span} + k) * {tile}", f"i * {span} * {tile} + k * {tile}"))
     else:
-        start = w.index("start", f"i * {tile}", 1.0 if kind == "dot" or weights else 0.4)  # named if read twice
+        start = w.index("start", f"i * {tile}", 1.0 if loaded > 1 else 0.4)
+    if span and loaded > 1:
+        ahead = [f"offset = {start}"]
+        start = "offset"
     at = "" if start == "0" else f", offset={start}"
     loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}{at})"]
     terms = f"{x}_tile"
@@ -202,12 +208,12 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     if weights:
         loads.append(f"{weights}_tile = wp.tile_load({weights}, shape={tile}{at})")
         terms = f"wp.tile_map(wp.mul, {terms}, {weights}_tile)"
-        purpose = "Weighted " + purpose[0].lower() + purpose[1:] + f" with weights {weights}"
+        purpose += f" weighted elementwise by {weights}"
     reduce = f"wp.tile_sum({terms})" if rng.random() < 0.9 else f"wp.tile_reduce(wp.add, {terms})"
     reduce = dotted or reduce
     if span:
         w.add(f"partial = wp.tile_zeros(shape=1, dtype={w.spell})", f"for k in range({span}):",
-              *(INDENT + line for line in loads), f"{INDENT}partial += {reduce}")
+              *(INDENT + line for line in ahead + loads), f"{INDENT}partial += {reduce}")
     else:
         w.add(*loads, f"partial = {reduce}")
     if mean:  # every block adds its share of the mean
@@ -232,7 +238,8 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
         w.add(f"wp.tile_atomic_add({total}, partial)")
         purpose += f": each block reduces {covers} and adds its partial {'share' if mean else 'sum'} to {total}[0]"
         detail = f"{total} starts at zero"
-    base = rng.choice(NAMES[kind][3:] if mean else NAMES[kind][:3])
+    # a weighted sum is a dot product with the weights: named for what it computes, not as a plain sum
+    base = rng.choice(NAMES[kind][3:6] if mean else NAMES[kind][-3:] if weights else NAMES[kind][:3])
     # |x| has a kink at zero that a finite-difference gradient check steps across; Warp 1.19's adjoints
     # of tile_reduce and tile_dot disagree with finite differences on the CPU
     smooth = kind != "l1" and "tile_reduce" not in reduce and "tile_dot" not in reduce

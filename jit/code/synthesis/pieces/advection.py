@@ -2,14 +2,15 @@
 
 Points are in grid units, so a velocity in world units moves a point by ``u * dt / dx``. The
 backtrace is a forward Euler or a midpoint (second-order Runge-Kutta) step; the value found
-there, interpolated (``sampling``), is the node's new value, optionally decaying. What it leaves
-out: the interpolation itself and the boundary conditions of the velocity field.
+there, interpolated (``sampling``), is the node's new value, optionally decaying by a per-step
+factor the caller computes. What it leaves out: the interpolation itself and the boundary
+conditions of the velocity field.
 """
 
 from __future__ import annotations
 
 from jit.code.synthesis.pieces.base import Writer, piece
-from jit.code.synthesis.pieces.roles import DECAY, GRID_POINT, GRID_VALUE, GRID_VECTOR, INV_CELL_SIZE, TIME_STEP
+from jit.code.synthesis.pieces.roles import DECAY_FACTOR, GRID_POINT, GRID_VALUE, GRID_VECTOR, INV_CELL_SIZE, TIME_STEP
 from jit.code.synthesis.pieces.sampling import VECTOR_GRID, sampler
 
 
@@ -31,10 +32,12 @@ def backtrace_rk2(w: Writer, p, u, velocity, dt, inv_dx):
     return {"p": w.let(("p_back", "departure"), f"{p} - {u_mid} * {step}")}
 
 
-@piece("grid_decay", needs={"c": GRID_VALUE, "rate": DECAY, "dt": TIME_STEP}, gives={"c": GRID_VALUE},
-       says="exponential dissipation")
-def grid_decay(w: Writer, c, rate, dt):
-    return {"c": w.update(c, f"{c} * wp.exp(-{rate} * {dt})", "c_decayed", "faded")}
+@piece("grid_decay", needs={"c": GRID_VALUE, "factor": DECAY_FACTOR}, gives={"c": GRID_VALUE},
+       says="exponential dissipation by a per-step factor")
+def grid_decay(w: Writer, c, factor):
+    w.add("# " + w.pick(f"{factor} = exp(-k * dt) for a dissipation rate k, computed once per step by the caller",
+                        f"the caller passes the step's decay {factor} = exp(-k * dt), one value for every cell"))
+    return {"c": w.update(c, f"{c} * {factor}", "c_decayed", "faded")}
 
 
 @piece("nonnegative", needs={"c": GRID_VALUE}, gives={"c": GRID_VALUE}, says="a non-negativity clamp")

@@ -5,7 +5,8 @@ inverse of its rest edge matrix ``Dm^-1`` the deformation gradient is ``F = Ds D
 constitutive model gives the first Piola-Kirchhoff stress ``P(F)``; the nodal forces are the
 columns of ``-V0 P Dm^-T`` (and minus their sum on the first vertex, so they sum to zero).
 Models that need ``log J`` (neo-Hookean) are only fed deformation gradients near the identity
-(``I + grad u``); the others are finite for any ``F``, inverted elements included. What it
+(``I + grad u``); the others are finite for any ``F``, inverted elements included, and so is the
+von Mises measure of their stress (it divides by ``|J|`` clamped away from zero). What it
 leaves out: matrices in general (``linalg``).
 """
 
@@ -142,6 +143,11 @@ def von_mises_stress(w: Writer, P, F):
     w.comment("of the Cauchy stress sigma = P F^T / det(F), from its deviatoric part")
     J = w.once(("J", "det_f"), f"wp.determinant({F})")
     Ft = w.once(("F_t", "FT"), f"wp.transpose({F})")
-    sigma = w.let(("sigma", "cauchy"), f"{P} * {Ft} / {J}")
+    # inverted (J < 0) and flattened (J = 0) elements happen, and the stress models here stay finite
+    # for them: von Mises does not see the sign of sigma, so |J| serves for an inverted element, and
+    # clamped away from zero it gives a flat one a large but finite measure instead of inf or NaN
+    w.add("# von Mises ignores the sign of sigma: divide by |J|, kept away from 0 for flattened elements")
+    J_abs = w.let(("J_abs", "abs_j"), f"wp.max(wp.abs({J}), {w.lit(1.0e-6)})")
+    sigma = w.let(("sigma", "cauchy"), f"{P} * {Ft} / {J_abs}")
     dev = w.let(("dev", "s_dev"), f"{sigma} - {_eye(w)} * (wp.trace({sigma}) / {w.lit(3.0)})")
     return {"s": w.let(("von_mises", "sigma_vm"), f"wp.sqrt({w.lit(1.5)} * wp.ddot({dev}, {dev}))")}

@@ -8,7 +8,7 @@ accelerations come from forces (``forces``). What it leaves out: rigid-body rota
 from __future__ import annotations
 
 from jit.code.synthesis.pieces.base import Writer, piece
-from jit.code.synthesis.pieces.roles import (ACCELERATION, DAMPING, FORCE, GRAVITY, INV_MASS, MASS, MAX_SPEED,
+from jit.code.synthesis.pieces.roles import (ACCELERATION, DAMPING_FACTOR, FORCE, GRAVITY, INV_MASS, MASS, MAX_SPEED,
                                              POSITION, TIME_STEP, VELOCITY)
 
 
@@ -63,18 +63,15 @@ def acceleration_from_mass(w: Writer, f, mass, gravity):
     return {"a": w.let(("a", "accel"), f"{f} / {mass} + {gravity}")}
 
 
-@piece("linear_damping", needs={"v": VELOCITY, "damping": DAMPING, "dt": TIME_STEP}, gives={"v": VELOCITY},
-       says="linear velocity damping")
-def linear_damping(w: Writer, v, damping, dt):
-    # damping * dt < 1 for the time steps this is used with: the factor stays positive
-    return {"v": w.update(v, f"{v} * ({w.lit(1.0)} - {damping} * {dt})", "v_damped")}
-
-
-@piece("exponential_damping", needs={"v": VELOCITY, "damping": DAMPING, "dt": TIME_STEP}, gives={"v": VELOCITY},
-       says="exponential velocity decay")
-def exponential_damping(w: Writer, v, damping, dt):
-    w.comment("exact decay of dv/dt = -damping * v over the step")
-    return {"v": w.update(v, f"{v} * wp.exp(-{damping} * {dt})", "v_damped")}
+@piece("velocity_damping", needs={"v": VELOCITY, "factor": DAMPING_FACTOR}, gives={"v": VELOCITY},
+       says="velocity damping by a per-step factor")
+def velocity_damping(w: Writer, v, factor):
+    # the factor is one value for the whole launch: the caller computes exp(-k dt) (or 1 - k dt) once
+    # rather than every thread computing it again
+    w.add("# " + w.pick(f"{factor} = exp(-k * dt) for a damping rate k, computed once per step by the caller",
+                        f"the caller passes {factor} = exp(-k * dt): the exact decay of dv/dt = -k v over the step",
+                        f"{factor} is the step's decay exp(-k * dt), one value for the whole launch"))
+    return {"v": w.update(v, f"{v} * {factor}", "v_damped")}
 
 
 @piece("clamp_speed", needs={"v": VELOCITY, "max_speed": MAX_SPEED}, gives={"v": VELOCITY},

@@ -406,8 +406,7 @@ def neighbour_loop(d: Draft, n: int, x: str) -> tuple[str, str]:
         w.depth += 1
         j = w.let("j", f"{nbrs}[tid, {slot}]")
         return j, "over a fixed-width neighbour list"
-    count = f"{x}.shape[0]" if rng.random() < 0.5 else d.count(("num_particles", "n"), n)
-    w.add(f"for j in range({count}):")
+    w.add(f"for j in range({x}.shape[0]):")  # the positions say how many particles there are: no count to pass
     w.depth += 1
     w.taken.add("j")
     return "j", "over all particle pairs"

@@ -29,7 +29,9 @@ MAX_SPEED = Role("speed limit", "scalar", 1.0, 10.0, ("max_speed", "speed_limit"
 
 # forces and their coefficients
 DRAG = Role("drag coefficient", "scalar", 0.0, 1.0, ("drag", "drag_coefficient", "k_drag", "drag_coefficients"), per_item=0.1)
-DAMPING = Role("damping rate", "scalar", 0.0, 2.0, ("damping", "damping_rate", "k_damp"))
+# a per-step factor, exp(-k dt) of a damping rate k, is the same for every item: the caller computes it
+# once per step (rates up to 2 at steps up to 0.01 keep it above 0.98)
+DAMPING_FACTOR = Role("per-step damping factor", "scalar", 0.9, 1.0, ("damping_factor", "velocity_decay", "decay_factor"))
 WIND = Role("wind velocity", "vec", -2.0, 2.0, ("wind", "wind_velocity", "air_velocity"))
 STIFFNESS = Role("spring stiffness", "scalar", 10.0, 100.0, ("stiffness", "ke", "spring_stiffness"), per_item=0.4,
                  family="spring")
@@ -66,7 +68,7 @@ GRID_VECTOR = Role("grid velocity", "vec", -1.0, 1.0, ("velocity", "vel", "u"))
 CELL_SIZE = Role("cell size", "scalar", 0.05, 0.2, ("dx", "cell_size", "h"))
 INV_CELL_SIZE = Role("inverse cell size", "scalar", 5.0, 20.0, ("inv_dx", "inv_cell_size"))
 DIFFUSIVITY = Role("diffusivity", "scalar", 0.0, 0.1, ("diffusivity", "kappa", "nu", "alpha"))
-DECAY = Role("decay rate", "scalar", 0.0, 2.0, ("decay", "dissipation", "fade_rate"))
+DECAY_FACTOR = Role("per-step decay factor", "scalar", 0.9, 1.0, ("decay_factor", "dissipation_factor", "fade_factor"))
 GRID_POINT = Role("grid-space point", "vec", 0.0, 1.0, ("p", "sample_point"))
 
 # rigid bodies and transforms

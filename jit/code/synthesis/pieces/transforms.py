@@ -20,7 +20,9 @@ PRINCIPAL_INERTIA = Role("principal moments of inertia", "vec3", 0.5, 2.0, ("ine
 CENTER_OF_MASS = Role("center of mass", "vec3", -1.0, 1.0, ("com", "body_com", "center"))
 SPIN_AXIS = Role("rotation axis", "vec3", -1.0, 1.0, ("axis", "spin_axis"))
 ANGLE = Role("angle", "scalar", -3.14, 3.14, ("angle", "theta"))
-ANGULAR_DAMPING = Role("angular damping rate", "scalar", 0.0, 2.0, ("angular_damping_rate", "k_ang_damp", "spin_damping"))
+# exp(-k dt) of an angular damping rate k: one value per step, computed by the caller
+ANGULAR_DAMPING_FACTOR = Role("per-step angular damping factor", "scalar", 0.9, 1.0,
+                              ("angular_damping_factor", "spin_decay", "angular_decay"))
 
 
 @piece("transform_point", needs={"xform": TRANSFORM, "p": LOCAL_POINT}, gives={"p": WORLD_POINT},
@@ -88,10 +90,12 @@ def euler_rotation_step(w: Writer, q, omega, torque, inertia, dt):
     return {"omega": w.let(("omega_new", "w_new"), f"wp.quat_rotate({q}, {w_body} + {w_dot} * {dt})")}
 
 
-@piece("angular_damping", needs={"omega": ANGULAR_VELOCITY, "damping": ANGULAR_DAMPING, "dt": TIME_STEP},
-       gives={"omega": ANGULAR_VELOCITY}, says="angular velocity damping", dims=(3,))
-def angular_damping(w: Writer, omega, damping, dt):
-    return {"omega": w.update(omega, f"{omega} * wp.exp(-{damping} * {dt})", "omega_damped")}
+@piece("angular_damping", needs={"omega": ANGULAR_VELOCITY, "factor": ANGULAR_DAMPING_FACTOR},
+       gives={"omega": ANGULAR_VELOCITY}, says="angular velocity damping by a per-step factor", dims=(3,))
+def angular_damping(w: Writer, omega, factor):
+    w.add("# " + w.pick(f"{factor} = exp(-k * dt) for an angular damping rate k, computed once per step by the caller",
+                        f"the caller passes the step's spin decay {factor} = exp(-k * dt)"))
+    return {"omega": w.update(omega, f"{omega} * {factor}", "omega_damped")}
 
 
 @piece("quat_rotate_inv", needs={"q": QUATERNION, "d": DIRECTION3}, gives={"d": WORLD_VECTOR},
