@@ -47,10 +47,24 @@ def last_cell(a: wp.array(dtype=float), out: wp.array(dtype=float)):
 def shifted(a: wp.array(dtype=float), k: int, out: wp.array(dtype=float)):
     i = wp.tid()
     out[i] = a[i + k]
+
+
+@wp.kernel
+def lens(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    x = float(i) * 0.05 - 4.0
+    y = float(j) * 0.05 - 4.0
+    r_sq = x * x + y * y
+    gain = float(1.0)
+    if r_sq < 1.0:
+        gain = 2.0 - r_sq
+    out[i, j] = gain * a[i, j]
 '''
 
-# each wrong only where the inferred launch never goes
-WRONG = {"select_op": ("a[i] * 2.0", "a[i] * 3.0"), "last_cell": ("0.5 * a[i]", "0.25 * a[i]")}
+# each wrong only where the inferred launch never goes (the lens: cells 60 to 100 of each axis)
+WRONG = {"select_op": ("a[i] * 2.0", "a[i] * 3.0"), "last_cell": ("0.5 * a[i]", "0.25 * a[i]"),
+         "lens": ("2.0 - r_sq", "3.0 - r_sq")}
+CPP = {"select_op": ("2.0", "3.0"), "last_cell": ("0.5", "0.25"), "lens": ("2.0", "3.0")}  # the same slips in C++
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +91,16 @@ def test_the_variants_reach_a_selector_and_a_constant_the_launch_does_not(built)
     assert grid["dim"] == [64] and all(a["shape"] == [64] for a in grid["args"])
 
 
+def test_a_span_reaches_the_middle_of_a_domain_a_thread_index_maps_to(built):
+    lens = built["lens"]
+    dims = lens["metadata"]["launch"]["dim"]
+    assert len(dims) == 2 and max(dims) < 60  # the inferred launch stays in the domain's corner
+    span = next(v for v in running.variants_of(lens) if v["variant"] == "span")
+    assert span["dim"] == [362, 362] and math.prod(span["dim"]) <= variants.MAX_THREADS
+    assert all(a["shape"] == [362, 362] for a in span["args"])
+    assert "span" not in {n for n, _ in variants.candidates(built["last_cell"])}  # 1D, no coordinate
+
+
 def test_variants_that_read_out_of_bounds_are_left_out(built):
     # out[i] = a[i + k] with a sized for k <= 4: k from 0 stays inside, k up to 16 does not
     shifted = built["shifted"]
@@ -92,8 +116,8 @@ def test_a_translation_wrong_only_off_the_inferred_launch_fails(built, task):
         answer = baselines.oracle({record["id"]: record}, task)[record["id"]][0]
         if task == "cuda2py":
             bad = answer.replace(right, wrong)
-        else:  # the same slip in C++: 2.0 -> 3.0, or 0.5 -> 0.25
-            old, new = ("2.0", "3.0") if name == "select_op" else ("0.5", "0.25")
+        else:
+            old, new = CPP[name]
             bad = answer.replace(f" = {old};", f" = {new};", 1)
         assert bad != answer
         alone = dict(record, metadata=dict(record["metadata"], bench={

@@ -17,7 +17,9 @@ reach it (each changes one thing):
 - ``divided``: an integer divided by a module constant C (``num_bodies / TILE_SIZE``) drawn
   from 2C to 4C, with one-dimensional arrays at least 4C long;
 - ``grid``: a tile grid with no axis of 1 and arrays twice as long on every axis, or a grid
-  whose thread index reaches the module constant it is compared with, arrays following it.
+  whose thread index reaches the module constant it is compared with, arrays following it;
+- ``span``: a 2D or 3D grid as wide as ``MAX_THREADS`` allows, arrays following it, when the
+  kernel turns its thread index into a coordinate (the middle of the domain is reached).
 
 ``exercised(records)`` keeps the variants a kernel runs in bounds (Warp's debug mode), with
 finite and repeatable outputs, on input sets drawn as an eval draws them, as
@@ -40,7 +42,7 @@ INTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"
 FLOATS = {"float16", "float32", "float64"}
 DEFAULT_INTS = (1.0, 4.0)  # what the launch inference draws an integer from when nothing bounds it
 MAX_AXIS = 1024  # a grid axis a constant may ask for
-MAX_THREADS = 1 << 16
+MAX_THREADS = 1 << 17  # a grid reaching a point source at (63, 63, 19) of a 128^3 domain: 81,920 threads
 MAX_ELEMENTS = 1 << 20
 SPARSE = 0.75  # the share of a sparse array's elements that are zero
 BATCH = 24  # kernels built together in debug mode
@@ -56,7 +58,7 @@ def candidates(record: dict) -> list[tuple[str, dict]]:
     kernel, consts = _kernel_and_constants(record["python_source"], record["kernel_name"])
     out = []
     for name, make in (("zero", _zero), ("negative", _negative), ("larger", _larger), ("wide", _wide),
-                       ("sparse", _sparse), ("fewer", _fewer), ("divided", _divided), ("grid", _grid)):
+                       ("sparse", _sparse), ("fewer", _fewer), ("divided", _divided), ("grid", _grid), ("span", _span)):
         variant = copy.deepcopy(launch)
         if make(variant, specs, kernel, consts) and variant != launch and _sane(variant):
             out.append((name, variant))
@@ -181,13 +183,51 @@ def _grid(launch, specs, kernel, consts) -> bool:
                         wanted[axis] = max(wanted[axis], int(c) + 1)
     if wanted == dims or math.prod(wanted) > MAX_THREADS:
         return False
+    _follow(launch, dims, wanted)
+    return True
+
+
+def _span(launch, specs, kernel, consts) -> bool:
+    """A 2D or 3D grid as wide as ``MAX_THREADS`` allows, when the kernel turns its thread index
+    into a coordinate (``float(i) * DX - HALF_WIDTH``): what sits in the middle of the domain (a
+    lens, an obstacle, a source) is never reached by a few threads in its corner."""
+    dims = list(launch["dim"])
+    tids = _tids(kernel)
+    if len(tids) not in (2, 3) or len(tids) != len(dims) or not _coordinates(kernel, set(tids)):
+        return False
+    side = int(round(MAX_THREADS ** (1.0 / len(dims))))
+    while side ** len(dims) > MAX_THREADS:
+        side -= 1
+    wanted = [max(d, side) for d in dims]
+    if wanted == dims:
+        return False
+    _follow(launch, dims, wanted)
+    return True
+
+
+def _coordinates(kernel: ast.FunctionDef, tids: set[str]) -> bool:
+    """Does the kernel convert a thread index to a float?"""
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Call) and len(node.args) == 1 and _is_name_in(node.args[0], tids):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "float") or getattr(func, "attr", "") in ("float32", "float64"):
+                return True
+    return False
+
+
+def _is_name_in(node: ast.AST, names: set[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _follow(launch: dict, dims: list[int], wanted: list[int]) -> None:
+    """The launch on grid ``wanted``, with the arrays that cover the old grid (an axis at least its
+    extent) grown by as much along each axis."""
     launch["dim"] = wanted
     for a in launch["args"]:
         shape = a.get("shape")
         if shape:
             a["shape"] = [d + wanted[k] - dims[k] if k < len(dims) and d >= dims[k] else d
                           for k, d in enumerate(shape)]
-    return True
 
 
 def _sane(launch: dict) -> bool:
