@@ -271,7 +271,7 @@ def main(argv=None) -> int:
         "records_per_second": round(args.count / seconds, 1), "merge_records_per_second": round(args.count / merge, 1),
         "peak_pss_mib": memory.peak_pss, "driver_peak_pss_mib": memory.driver_peak_pss,
         "worker_peak_pss_mib": memory.worker_peak_pss, "records": stats["count"], "splits": stats["splits"],
-        "rejects": stats["rejects"], **check(args.output, args.count, args.seed),
+        "rejects": stats["rejects"], "buckets": stats.get("merge"), **check(args.output, args.count, args.seed),
     }
     print(json.dumps(figures, indent=2))
     if args.json:

@@ -152,7 +152,7 @@ class Merge:
             found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near,
                                                           self.split_at) for s in range(shards)])
             self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets_left_out": sum(f["left_out"] for f in found),
-                             "shards": shards}
+                             "records_read": sum(f.get("reads", 0) for f in found), "shards": shards}
         t0 = time.perf_counter()
         self._clusters(total, starts, np.concatenate([np.load(p) for p in removed]), [f["path"] for f in found])
         self.seconds["clusters"] += time.perf_counter() - t0
