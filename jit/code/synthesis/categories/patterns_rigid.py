@@ -64,10 +64,10 @@ def _integrate_bodies(p: Pattern):
         tau = p.array("body_tau" if short else "torques", T.VEC3F)
         inv_i = p.array("body_inv_inertia" if short else "inv_inertia", T.MAT33F, lo=0.0, hi=1.0)
         if p.coin():
-            p.add("R = wp.quat_to_matrix(r)", f"w = w + R * ({inv_i}[tid] * (wp.transpose(R) * {tau}[tid])) * {dt}")
+            p.add("R = wp.quat_to_matrix(r)", f"w = w + R @ ({inv_i}[tid] @ (wp.transpose(R) @ {tau}[tid])) * {dt}")
         else:  # the same through quaternion rotations, without forming R
             p.add(f"tau_body = wp.quat_rotate_inv(r, {tau}[tid])",
-                  f"w = w + wp.quat_rotate(r, {inv_i}[tid] * tau_body) * {dt}")
+                  f"w = w + wp.quat_rotate(r, {inv_i}[tid] @ tau_body) * {dt}")
     # damping as per-step factors, one value each for the whole launch: the caller computes exp(-k dt) (or
     # 1 - k dt) once per step rather than every thread computing it again
     form = p.pick("exp(-k * dt)", "1 - k * dt")  # one damping model for both velocities
