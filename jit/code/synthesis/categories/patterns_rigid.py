@@ -173,9 +173,11 @@ def _skinning(p: Pattern):
     rng = p.rng
     n_bones = rng.randint(2, 12)
     rest = p.array(rng.choice(("rest_positions", "bind_pose")), T.VEC3F)
-    idx = p.array(rng.choice(("bone_indices", "joint_ids")), VEC4I, lo=0, hi=n_bones - 1)
-    wts = p.array(rng.choice(("bone_weights", "skin_weights")), VEC4F, lo=0.0, hi=1.0)
-    bones = p.array(rng.choice(("bone_transforms", "joint_q")), T.TRANSFORMF, shape=(n_bones,))
+    # one word for the influences throughout: bone indices, weights and transforms, or joint ones
+    word = rng.choice(("bone", "joint"))
+    idx = p.array(rng.choice((f"{word}_indices", f"{word}_ids")), VEC4I, lo=0, hi=n_bones - 1)
+    wts = p.array(rng.choice((f"{word}_weights", "skin_weights")), VEC4F, lo=0.0, hi=1.0)
+    bones = p.array(f"{word}_transforms", T.TRANSFORMF, shape=(n_bones,))
     p.guard("tid", rest, ("num_vertices", p.kb.dims[0]))
     p.add(f"x = {rest}[tid]", f"ids = {idx}[tid]", f"ws = {wts}[tid]", p.pick("p = wp.vec3(0.0)", "p = wp.vec3()"))
     normal = p.chance(0.3)
@@ -211,7 +213,7 @@ def _skinning(p: Pattern):
         p.note("writes how far each vertex moved")
     with_normals = " and their normals" if normal else ""
     return p.finish(rng.choice(("skin_mesh", "linear_blend_skinning", "apply_skinning")), p.kb.dims,
-                    purpose=f"Deform mesh vertices{with_normals} by linear blend skinning over four weighted bones")
+                    purpose=f"Deform mesh vertices{with_normals} by linear blend skinning over four weighted {word}s")
 
 
 def _relative_transform(p: Pattern):
