@@ -414,7 +414,9 @@ def neighbour_loop(d: Draft, n: int, x: str) -> tuple[str, str]:
     w.add(f"for j in range({x}.shape[0]):")  # the positions say how many particles there are: no count to pass
     w.depth += 1
     w.taken.add("j")
-    return "j", "over all particle pairs"
+    # brute force, O(N^2): fine for the small particle sets these kernels take; larger ones query a
+    # wp.HashGrid (the patterns families do), which a composed kernel cannot build for itself
+    return "j", "over all particle pairs (a brute-force pass for small particle sets; larger ones query a wp.HashGrid)"
 
 
 STRESS_MODELS = ("linear_elastic_stress", "stvk_stress", "stable_neo_hookean_stress")
