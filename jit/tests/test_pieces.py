@@ -357,8 +357,18 @@ def check_tether(i, o):
 
 case("tether_projection", lambda rng, n: {**pbd_inputs(rng, n), "relaxation": np.ones(n)}, check_tether)
 case("distance_projection", lambda rng, n: {**pbd_inputs(rng, n), "relaxation": np.ones(n)}, check_projection)
-case("xpbd_distance", lambda rng, n: {**pbd_inputs(rng, n), "compliance": np.zeros(n),
-                                      "dt": rng.uniform(0.001, 0.01, n)}, check_projection)
+case("xpbd_distance", lambda rng, n: {**pbd_inputs(rng, n), "alpha_tilde": np.zeros(n)}, check_projection)
+
+
+def check_xpbd_compliant(i, o):
+    # a time-scaled compliance alpha_tilde leaves c * alpha_tilde / (w_i + w_j + alpha_tilde) of the stretch
+    xi, xj = i["x_i"] + o["dx_i"], i["x_j"] + o["dx_j"]
+    w = i["w_i"] + i["w_j"]
+    close(norm(xj - xi) - i["rest"], i["c"] * i["alpha_tilde"] / (w + i["alpha_tilde"]), rtol=1e-3, atol=1e-4)
+
+
+case("xpbd_distance", lambda rng, n: {**pbd_inputs(rng, n), "alpha_tilde": rng.uniform(0, 1, n)},
+     check_xpbd_compliant, tag="_compliant")
 case("averaged_correction", lambda rng, n: {"delta": rng.uniform(-0.1, 0.1, (n, 3)),
                                             "count": rng.integers(0, 5, n), "relaxation": rng.uniform(0.2, 1, n)},
      lambda i, o: close(o["dx"], i["delta"] * col(i["relaxation"] / np.maximum(i["count"], 1))))

@@ -246,7 +246,7 @@ def spring_network(rng, name, suffix, complexity):
             extra.append("flag the springs stretched past a breaking strain")
     if rng.random() < 0.5:
         w.comment("equal and opposite: the pair's forces sum to zero", "Newton's third law: +f on one end, -f on the other")
-    scatter_pair(d, forces, i, j, f)
+    scatter_pair(d, forces, i, j, f, calls=kind == "energy_total")  # one scatter style per kernel
     system = f"a {d.style.dim}D mass-spring system"
     purpose = f"Accumulate {join(phrases)} on the particles at both ends of {which} of {system}"
     if extra:
@@ -306,11 +306,13 @@ def distance_constraints(rng, name, suffix, complexity):
     solver = rng.choice(("distance_projection", "xpbd_distance", "tether_projection"))
     out = d.use(solver, n=geo["n"], c=c, w_i=w_i, w_j=w_j)
     deltas = d.array(("deltas", "delta_x", "corrections"), "vec", rng.choice(("out", "inout")), shape=pshape)
-    scatter_pair(d, deltas, i, j, out["dx_i"], out["dx_j"])
-    extra = []
     # for averaging the corrections afterwards (Jacobi iteration); a slack tether corrects nothing,
     # so counting it would dilute the others' average
-    if rng.random() < 0.3 and solver != "tether_projection":
+    counted = rng.random() < 0.3 and solver != "tether_projection"
+    # the counts scatter with wp.atomic_add: the corrections then do too (one style per kernel)
+    scatter_pair(d, deltas, i, j, out["dx_i"], out["dx_j"], calls=counted)
+    extra = []
+    if counted:
         counts = d.array(("constraint_count", "counts"), T.INT32, "out", shape=pshape)
         w.add(f"wp.atomic_add({counts}, {i}, 1)", f"wp.atomic_add({counts}, {j}, 1)")
         extra.append("count the constraints on each particle for averaging")
@@ -324,6 +326,8 @@ def distance_constraints(rng, name, suffix, complexity):
               "accumulating the corrections of both particles"
     if extra:
         purpose += f"; {join(extra)}"
+    if solver == "xpbd_distance":
+        purpose += ". The caller passes the compliance already divided by the squared time step"
     base = rng.choice(("solve_distance_constraints", "project_edges", "solve_edges")
                       if solver != "tether_projection" else ("solve_tethers", "project_tethers"))
     return d.finish(base, [its.launch], purpose)

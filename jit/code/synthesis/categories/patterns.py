@@ -303,13 +303,13 @@ class Pattern:
     def guard(self, tid: str, extent: str | None, count: tuple[str, int] | None = None, p: float = 0.15) -> None:
         """Sometimes an early exit for threads past the end (launches are often rounded up).
 
-        ``extent`` is an array whose first dimension is the launch size; ``count`` a count
-        parameter (name, value) that may stand for it instead.
+        The guard compares with ``count``, a count parameter (name, value): a launch rounded up past
+        the items needs the real count, while a test against ``extent.shape[0]`` (an array the launch
+        is sized to) could never fire. ``extent`` names that array; without a count there is no guard.
         """
-        if not self.chance(p):
+        if not count or not self.chance(p):
             return
-        n = self.count(*count) if count and (extent is None or self.coin()) else f"{extent}.shape[0]"
-        self.add(f"if {tid} >= {n}:", f"{INDENT}return")
+        self.add(f"if {tid} >= {self.count(*count)}:", f"{INDENT}return")
 
     def add(self, *lines: str | None, indent: int = 0) -> None:
         """Body lines (``None`` entries are skipped), indented ``indent`` levels deeper."""

@@ -140,11 +140,15 @@ def _error_functions(w: Writer, rng: random.Random) -> CheckKernel:
             "# |x| <= 1.5: the inverse's slope there is below 9 in size, so errors grow at most 9 times",
             f"wp.expect_near(wp.erfcinv(wp.erfc({x})), {x}, {tolerance(f, 10.0)})"]),
     ], 2, 3)
-    w.add(f"{w.at(w.out(w.pick('erf_out', 'cdf'), f))} = e")
+    w.add(f"{w.at(w.out(w.pick('erf_out', 'erf_values'), f))} = e")
     inverses = [name for name in ("erfinv", "erfcinv") if f"{name} inverts" in what]
     also = f" and the inverse{'s' * (len(inverses) > 1)} {' and '.join(inverses)}" if inverses else ""
-    names = ("test_error_functions", "check_erf_inverse", "test_erf_inverses") if inverses else \
-        ("test_error_functions", "test_erf_identities", "check_erf_erfc")
+    if len(inverses) == 2:
+        names = ("test_error_functions", "check_erf_inverses", "test_erf_inverses")
+    elif inverses:  # named for the one inverse it checks
+        names = ("test_error_functions", f"check_{inverses[0]}", f"test_{inverses[0]}")
+    else:
+        names = ("test_error_functions", "test_erf_identities", "check_erf_erfc")
     return w.finish(w.pick(*names), f"Check the error functions{also} on {s} values in [-1.5, 1.5] and write erf",
                     f"It checks that {what}")
 

@@ -37,15 +37,17 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     law = p.pick("linear", "linear", "hertz")
     body.append(f"{INDENT}f += n * ({ke} * overlap)" if law == "linear" else
                 f"{INDENT}f += n * ({ke} * overlap * wp.sqrt(overlap))")
-    if p.chance(0.5):
+    damped = p.chance(0.5)
+    if damped:
         v = p.array(rng.choice(("particle_v", "velocities", "v")), T.VEC3F)
         kd = p.scalar(rng.choice(("k_damp", "kd")), lo=0.0, hi=10.0)
         p.note("damps the normal velocity of approaching pairs")
-        # vn < 0 while the pair closes; a separating pair is not held back (no sticky contacts)
+        # vn < 0 while the pair closes; a separating pair is not held back (no sticky contacts);
+        # the particle's own velocity is read once, before the loop (vi below)
         if p.coin():
-            body.append(f"{INDENT}f -= n * ({kd} * wp.min(wp.dot({v}[i] - {v}[index], n), 0.0))")
+            body.append(f"{INDENT}f -= n * ({kd} * wp.min(wp.dot(vi - {v}[index], n), 0.0))")
         else:
-            body += [f"{INDENT}vrel = {v}[i] - {v}[index]", f"{INDENT}vn = wp.min(wp.dot(vrel, n), 0.0)",
+            body += [f"{INDENT}vrel = vi - {v}[index]", f"{INDENT}vn = wp.min(wp.dot(vrel, n), 0.0)",
                      f"{INDENT}f -= n * ({kd} * vn)"]
     count = p.chance(0.3)
     if count:
@@ -53,6 +55,8 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     p.add(*p.pick(["f = wp.vec3()"], ["f = wp.vec3(0.0)"], ["f = wp.vec3(0.0, 0.0, 0.0)"]))
     if count:
         p.add("contacts = int(0)")
+    if damped:
+        p.add(f"vi = {v}[i]")
     neighbour_loop(p, grid, x, f"2.0 * {radius}", body)
     if p.chance(0.3):
         fmax = p.scalar(rng.choice(("max_force", "force_limit")), lo=10.0, hi=100.0)

@@ -30,20 +30,44 @@ def particle_integration(rng, name, suffix, complexity):
     # for the whole launch, so the caller computes it rather than every thread
     drag = forced and p.chance(0.35)
     use_struct = rng.random() < 0.3
+    # the step's other settings, drawn now: with a struct, every setting of the step goes in it
+    clamp = p.chance(0.3)
+    boundary = rng.choice(("none", "ground", "ground", "box", "sphere"))
+    friction = boundary == "ground" and p.chance(0.4)
+    half_name = rng.choice(("half_extent", "box_half_size", "half_size"))
+    mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
+    settings = {"inv_mass": (fl.scalar, 0.5, 2.0)} if mass == "scalar" else {}  # one inverse mass for all
+    settings |= {"max_speed": (fl.scalar, 1.0, 10.0)} if clamp else {}
+    settings |= {"ground": {"restitution": (fl.scalar, 0.0, 1.0),
+                            **({"friction": (fl.scalar, 0.0, 1.0)} if friction else {})},
+                 "box": {half_name: (fl.scalar, 0.5, 4.0)},
+                 "sphere": {"collider_center": (fl.vec, -2.0, 2.0), "collider_radius": (fl.scalar, 0.1, 1.0)},
+                 "none": {}}[boundary]
     if use_struct:
         # a small step and gravity vector; a drag rate, or a damping factor just below 1
         knob = "drag" if drag else rng.choice(("damping_factor", "velocity_decay"))
-        params = p.struct("SimParams", [("dt", fl.scalar), ("gravity", fl.vec), (knob, fl.scalar)],
-                          "params", 0.0, 0.05, None if drag else {knob: (0.95, 1.0)})
+        ranges = {name: (lo, hi) for name, (_, lo, hi) in settings.items()}
+        if not drag:
+            ranges[knob] = (0.95, 1.0)
+        params = p.struct("SimParams", [("dt", fl.scalar), ("gravity", fl.vec), (knob, fl.scalar),
+                                        *((name, t) for name, (t, _, _) in settings.items())],
+                          "params", 0.0, 0.05, ranges)
         dt, gravity, damping = f"{params}.dt", f"{params}.gravity", f"{params}.{knob}"
-    else:
+
+    def setting(name: str) -> str:
+        """A step setting: a field of the struct, or a parameter of its own."""
+        if use_struct:
+            return f"{params}.{name}"
+        t, lo, hi = settings[name]
+        return p.scalar(name, t, lo=lo, hi=hi)
+
+    if not use_struct:
         dt = p.scalar("dt", lo=0.001, hi=0.02)
         gravity = fl.up("y", p.scalar("gravity", lo=-9.8, hi=-1.0))
         damping = p.scalar(rng.choice(("drag", "k_drag")), lo=0.0, hi=0.5) if drag else \
             p.scalar(rng.choice(("damping_factor", "velocity_decay", "decay_factor")), lo=0.95, hi=1.0)
     p.guard("tid", x, ("num_particles", n), p=0.15)
     p.add(*p.pick([f"x = {x}[tid]", f"v = {v}[tid]"], [f"v = {v}[tid]", f"x = {x}[tid]"]))
-    mass = rng.choice(("inv_mass", "inv_mass", "mass", "scalar")) if forced else "none"
     # a per-particle diagnostic: the kinetic energy where the mass is known, else the speed
     diagnostic = "energy" if mass == "mass" and p.chance(0.3) else "speed" if p.chance(0.2) else None
     w = "w"  # the inverse mass: a local read from an array, or the scalar parameter itself
@@ -64,7 +88,7 @@ def particle_integration(rng, name, suffix, complexity):
         else:
             p.add(f"w = {fl.lit(1.0)} / {m}[tid]")
     elif mass == "scalar":
-        w = p.scalar("inv_mass", lo=0.5, hi=2.0)
+        w = setting("inv_mass")
     if forced:
         f = p.array(rng.choice(("forces", "particle_f", "f_ext")), fl.vec)
         p.add(f"f = {f}[tid]")
@@ -80,23 +104,27 @@ def particle_integration(rng, name, suffix, complexity):
                f"the caller passes the step's decay {damping} = exp(-k * dt), the same for every particle"))
         p.add(f"v = v * {damping}")
         p.note("damps the velocity by a per-step factor")
-    if p.chance(0.3):
-        vmax = p.scalar("max_speed", lo=1.0, hi=10.0)
-        p.note("clamps the speed to max_speed")
+    speed = None  # the speed, once computed and still true of v
+    if clamp:
+        vmax = setting("max_speed")
+        p.note(f"clamps the speed to {vmax}")
         if p.coin(0.7):
-            p.add(f"speed = {p.length('v')}", f"if speed > {vmax}:", f"{INDENT}v = v * ({vmax} / speed)")
+            # the clamped speed is written at the end if nothing but a box reflection changes v after
+            reuse = diagnostic == "speed" and boundary in ("none", "box")
+            p.add(f"speed = {p.length('v')}", f"if speed > {vmax}:", f"{INDENT}v = v * ({vmax} / speed)",
+                  f"{INDENT}speed = {vmax}" if reuse else None)
+            speed = "speed" if reuse else None
         else:  # compare squared speeds: one square root only when clamping
             p.add("speed_sq = wp.dot(v, v)", f"if speed_sq > {vmax} * {vmax}:",
                   f"{INDENT}v = v * ({vmax} / wp.sqrt(speed_sq))")
     p.add("x = x + v * " + dt)
-    boundary = rng.choice(("none", "ground", "ground", "box", "sphere"))
     if boundary == "ground":
-        restitution = p.scalar("restitution", lo=0.0, hi=1.0)
+        restitution = setting("restitution")
         vx, vz = "v[0]", "v[2]"
         zero = fl.lit(0.0)
         slide = None
-        if p.chance(0.4):  # friction slows the whole tangential velocity
-            slide = f"{fl.lit(1.0)} - {p.scalar('friction', lo=0.0, hi=1.0)}"
+        if friction:  # friction slows the whole tangential velocity
+            slide = f"{fl.lit(1.0)} - {setting('friction')}"
             if fl.dim == 3:
                 vx, vz = "v[0] * keep", "v[2] * keep"
             else:
@@ -111,7 +139,7 @@ def particle_integration(rng, name, suffix, complexity):
               f"{INDENT}v = {fl.v}({vx}, wp.max(-v[1] * {restitution}, v[1]){', ' + vz if fl.dim == 3 else ''})")
     elif boundary == "box":
         reflect = p.name(rng.choice(("reflect", "bounce", "wall_velocity")))
-        half = p.scalar(rng.choice(("half_extent", "box_half_size", "half_size")), lo=0.5, hi=4.0)
+        half = setting(half_name)
         # only a velocity heading out of the box flips: one already heading back in is left alone
         p.func(f"""
 @wp.func
@@ -124,8 +152,8 @@ def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
         p.add(f"v = {fl.v}({parts})", f"x = wp.min(wp.max(x, {fl.v}(-{half})), {fl.v}({half}))")
         p.note(f"keeps particles inside the box [-{half}, {half}], reflecting the velocity at its walls")
     elif boundary == "sphere":
-        center = p.scalar("collider_center", fl.vec)
-        radius = p.scalar("collider_radius", lo=0.1, hi=1.0)
+        center = setting("collider_center")
+        radius = setting("collider_radius")
         # n points out of the sphere; only the inward part of the velocity is removed
         p.add(f"d = x - {center}", "dist = wp.length(d)", f"if dist < {radius} and dist > {fl.lit(0.0)}:",
               f"{INDENT}n = d / dist", f"{INDENT}x = {center} + n * {radius}",
@@ -143,7 +171,8 @@ def {reflect}(x: {fl.s}, v: {fl.s}, half: {fl.s}):
         p.note("writes each particle's kinetic energy")
     elif diagnostic == "speed":
         speeds = p.array(rng.choice(("speeds", "particle_speed")), fl.scalar, "out")
-        p.add(f"{speeds}[tid] = {p.length('v')}")
+        # a reflection off the box walls flips components and keeps the (clamped) speed
+        p.add(f"{speeds}[tid] = {speed or p.length('v')}")
         p.note("writes each particle's speed")
     base = rng.choice(("integrate_particles", "integrate", "step_particles", "advance_particles"))
     pushed = "external forces and gravity" if forced else "gravity"

@@ -64,10 +64,10 @@ def _integrate_bodies(p: Pattern):
         tau = p.array("body_tau" if short else "torques", T.VEC3F)
         inv_i = p.array("body_inv_inertia" if short else "inv_inertia", T.MAT33F, lo=0.0, hi=1.0)
         if p.coin():
-            p.add("R = wp.quat_to_matrix(r)", f"w = w + R * ({inv_i}[tid] * (wp.transpose(R) * {tau}[tid])) * {dt}")
+            p.add("R = wp.quat_to_matrix(r)", f"w = w + R @ ({inv_i}[tid] @ (wp.transpose(R) @ {tau}[tid])) * {dt}")
         else:  # the same through quaternion rotations, without forming R
             p.add(f"tau_body = wp.quat_rotate_inv(r, {tau}[tid])",
-                  f"w = w + wp.quat_rotate(r, {inv_i}[tid] * tau_body) * {dt}")
+                  f"w = w + wp.quat_rotate(r, {inv_i}[tid] @ tau_body) * {dt}")
     # damping as per-step factors, one value each for the whole launch: the caller computes exp(-k dt) (or
     # 1 - k dt) once per step rather than every thread computing it again
     form = p.pick("exp(-k * dt)", "1 - k * dt")  # one damping model for both velocities
@@ -173,9 +173,11 @@ def _skinning(p: Pattern):
     rng = p.rng
     n_bones = rng.randint(2, 12)
     rest = p.array(rng.choice(("rest_positions", "bind_pose")), T.VEC3F)
-    idx = p.array(rng.choice(("bone_indices", "joint_ids")), VEC4I, lo=0, hi=n_bones - 1)
-    wts = p.array(rng.choice(("bone_weights", "skin_weights")), VEC4F, lo=0.0, hi=1.0)
-    bones = p.array(rng.choice(("bone_transforms", "joint_q")), T.TRANSFORMF, shape=(n_bones,))
+    # one word for the influences throughout: bone indices, weights and transforms, or joint ones
+    word = rng.choice(("bone", "joint"))
+    idx = p.array(rng.choice((f"{word}_indices", f"{word}_ids")), VEC4I, lo=0, hi=n_bones - 1)
+    wts = p.array(rng.choice((f"{word}_weights", "skin_weights")), VEC4F, lo=0.0, hi=1.0)
+    bones = p.array(f"{word}_transforms", T.TRANSFORMF, shape=(n_bones,))
     p.guard("tid", rest, ("num_vertices", p.kb.dims[0]))
     p.add(f"x = {rest}[tid]", f"ids = {idx}[tid]", f"ws = {wts}[tid]", p.pick("p = wp.vec3(0.0)", "p = wp.vec3()"))
     normal = p.chance(0.3)
@@ -211,7 +213,7 @@ def _skinning(p: Pattern):
         p.note("writes how far each vertex moved")
     with_normals = " and their normals" if normal else ""
     return p.finish(rng.choice(("skin_mesh", "linear_blend_skinning", "apply_skinning")), p.kb.dims,
-                    purpose=f"Deform mesh vertices{with_normals} by linear blend skinning over four weighted bones")
+                    purpose=f"Deform mesh vertices{with_normals} by linear blend skinning over four weighted {word}s")
 
 
 def _relative_transform(p: Pattern):

@@ -90,12 +90,12 @@ def _covariance(p: Pattern):
     if use == "solve":
         b = p.array(rng.choice(("rhs", "b", "targets")), fl.vec)
         out = p.array(rng.choice(("solution", "result")), fl.vec, "out")
-        p.add(*p.pick([f"{out}[tid] = wp.inverse(A) * {b}[tid]"],
-                      ["A_inv = wp.inverse(A)", f"{out}[tid] = A_inv * {b}[tid]"],
-                      ["x = wp.inverse(A) * " + f"{b}[tid]", f"{out}[tid] = x"]))
+        p.add(*p.pick([f"{out}[tid] = wp.inverse(A) @ {b}[tid]"],
+                      ["A_inv = wp.inverse(A)", f"{out}[tid] = A_inv @ {b}[tid]"],
+                      ["x = wp.inverse(A) @ " + f"{b}[tid]", f"{out}[tid] = x"]))
         if p.lines[-1].endswith("= x") and p.chance(0.5):  # the residual of the solve, as a check
             res = p.array(rng.choice(("residual", "solve_error")), fl.scalar, "out")
-            p.add(f"{res}[tid] = {p.length(f'A * x - {b}[tid]')}")
+            p.add(f"{res}[tid] = {p.length(f'A @ x - {b}[tid]')}")
             p.note("writes the residual of the solve")
         purpose = f"Assemble {gathered}, and solve a 3x3 system with it per point"
     elif use == "polar":  # nearest rotation: A = U S V^T -> R = U V^T
@@ -104,11 +104,11 @@ def _covariance(p: Pattern):
         zero, one = fl.lit(0.0), fl.lit(1.0)
         if p.coin(0.4):  # keep a proper rotation: flip U's last column when det < 0
             flip = f"{fl.m}({one}, {zero}, {zero}, {zero}, {one}, {zero}, {zero}, {zero}, {fl.lit(-1.0)})"
-            p.add("R = U * wp.transpose(V)", f"if wp.determinant(R) < {zero}:",
-                  f"{INDENT}R = U * {flip} * wp.transpose(V)", f"{out}[tid] = R")
+            p.add("R = U @ wp.transpose(V)", f"if wp.determinant(R) < {zero}:",
+                  f"{INDENT}R = U @ {flip} @ wp.transpose(V)", f"{out}[tid] = R")
             p.note("flips a reflection to a proper rotation")
         else:
-            p.add(f"{out}[tid] = U * wp.transpose(V)")
+            p.add(f"{out}[tid] = U @ wp.transpose(V)")
         if p.chance(0.3):
             sv = p.array(rng.choice(("singular_values", "stretches")), fl.vec, "out")
             p.add(f"{sv}[tid] = S")
@@ -170,11 +170,11 @@ def _jacobi(p: Pattern):
         p.add(*SEIDEL_ROWS, f"x = {fl.v}(x0, x1, x2)", indent=1)
     else:  # x += D^-1 (b - M x), with the diagonal as preconditioner
         p.add(f"d = {fl.v}(M[0, 0], M[1, 1], M[2, 2])", f"for _ in range({iters}):",
-              f"{INDENT}res = f - M * x", f"{INDENT}x = x + wp.cw_div(res, d)")
+              f"{INDENT}res = f - M @ x", f"{INDENT}x = x + wp.cw_div(res, d)")
     out = p.array(rng.choice(("x_out", "solution")), fl.vec, "out")
     if p.chance(0.4):
         res = p.array(rng.choice(("residual", "residual_norm")), fl.scalar, "out")
-        p.add(f"{res}[tid] = {p.length('f - M * x')}")
+        p.add(f"{res}[tid] = {p.length('f - M @ x')}")
         p.note("writes the residual norm")
     p.add(f"{out}[tid] = x")
     method = {"jacobi": "Jacobi", "seidel": "Gauss-Seidel", "residual": "diagonally preconditioned Richardson"}[style]
@@ -213,16 +213,16 @@ def _damped_least_squares(p: Pattern):
     if transpose:  # the Jacobian-transpose method: no solve, a gradient step
         if not from_targets:
             p.add(f"e = {err_at}")
-        p.add("dq = wp.transpose(J) * e")
+        p.add("dq = wp.transpose(J) @ e")
         if p.coin():  # the step length that minimises |e - J dq| along dq
-            p.add("Jdq = J * dq", f"dq = dq * (wp.dot(e, Jdq) / wp.max(wp.dot(Jdq, Jdq), {fl.lit(1.0e-8)}))")
+            p.add("Jdq = J @ dq", f"dq = dq * (wp.dot(e, Jdq) / wp.max(wp.dot(Jdq, Jdq), {fl.lit(1.0e-8)}))")
             p.note("scales the step to minimise the remaining error")
     elif p.coin():
-        p.add("Jt = wp.transpose(J)", f"JJt = J * Jt + {identity(fl)} * ({lam} * {lam})",
-              f"dq = Jt * (wp.inverse(JJt) * {err_at})")
+        p.add("Jt = wp.transpose(J)", f"JJt = J @ Jt + {identity(fl)} * ({lam} * {lam})",
+              f"dq = Jt @ (wp.inverse(JJt) @ {err_at})")
     else:
-        p.add(f"JJt = J * wp.transpose(J) + {identity(fl)} * ({lam} * {lam})",
-              f"dq = wp.transpose(J) * (wp.inverse(JJt) * {err_at})")
+        p.add(f"JJt = J @ wp.transpose(J) + {identity(fl)} * ({lam} * {lam})",
+              f"dq = wp.transpose(J) @ (wp.inverse(JJt) @ {err_at})")
     if p.chance(0.4):
         step = p.scalar(rng.choice(("step_size", "alpha")), lo=0.1, hi=1.0)
         p.add(f"dq = dq * {step}")
@@ -359,7 +359,7 @@ def fem_elements(rng, name, suffix, complexity):
     dm_inv = p.array(rng.choice(("Dm_inv", "rest_inverse", "inv_rest")), fl.mat, lo=-1.0, hi=1.0)
     # read once: the force needs it again
     dm = "Dm_inv" if dm_inv != "Dm_inv" else "inv_Dm"
-    p.add(f"{dm} = {dm_inv}[tid]", f"F = Ds * {dm}")
+    p.add(f"{dm} = {dm_inv}[tid]", f"F = Ds @ {dm}")
     mat = rng.choice(("struct", "params", "arrays"))
     if mat == "struct":
         st = p.struct("Material", [("mu", fl.scalar), ("lam", fl.scalar)], "material", 0.5, 5.0)
@@ -384,9 +384,9 @@ def fem_elements(rng, name, suffix, complexity):
               p.pick(f"P = {fl.lit(2.0)} * {mu} * eps + {lam} * tr * {eye}",
                      f"P = eps * ({fl.lit(2.0)} * {mu}) + {eye} * ({lam} * tr)"))
     elif model == "stvk":
-        p.add(f"E = {fl.lit(0.5)} * (wp.transpose(F) * F - {eye})", "tr = wp.trace(E)",
-              p.pick(f"P = F * ({fl.lit(2.0)} * {mu} * E + {lam} * tr * {eye})",
-                     f"S = {fl.lit(2.0)} * {mu} * E + {lam} * tr * {eye}\nP = F * S"))
+        p.add(f"E = {fl.lit(0.5)} * (wp.transpose(F) @ F - {eye})", "tr = wp.trace(E)",
+              p.pick(f"P = F @ ({fl.lit(2.0)} * {mu} * E + {lam} * tr * {eye})",
+                     f"S = {fl.lit(2.0)} * {mu} * E + {lam} * tr * {eye}\nP = F @ S"))
     else:  # stable Neo-Hookean (no log: fine under inversion)
         if dim == 3:
             p.add("c0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])", "c1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])",
@@ -398,12 +398,12 @@ def fem_elements(rng, name, suffix, complexity):
                       shape=(n_vertices,))
         kd = p.scalar(rng.choice(("k_damp", "damping")), lo=0.0, hi=0.1)
         vcols = ", ".join(f"{vel}[{names[c]}] - v0" for c in range(1, corners))
-        p.add(f"v0 = {vel}[{names[0]}]", f"dFdt = wp.matrix_from_cols({vcols}) * {dm}", f"P = P + dFdt * {kd}")
+        p.add(f"v0 = {vel}[{names[0]}]", f"dFdt = wp.matrix_from_cols({vcols}) @ {dm}", f"P = P + dFdt * {kd}")
         p.note("adds damping on the rate of deformation")
     vol = p.array(rng.choice(("rest_area", "element_area", "areas") if dim == 2 else
                              ("rest_volume", "element_volume", "volumes")),
                   fl.scalar, lo=0.01, hi=0.1)
-    p.add(f"H = -{vol}[tid] * P * wp.transpose({dm})")
+    p.add(f"H = -{vol}[tid] * P @ wp.transpose({dm})")
     cols = [f"f{c}" for c in range(1, corners)]
     if p.coin(0.35):  # rows of H^T are the columns of H
         p.add("Ht = wp.transpose(H)", *(f"{c} = Ht[{k}]" for k, c in enumerate(cols)))

@@ -53,7 +53,7 @@ def edge_matrix_tet(w: Writer, x0, x1, x2, x3):
 @piece("deformation_gradient", needs={"Ds": EDGE_MATRIX, "Dm_inv": REST_INV}, gives={"F": DEF_GRAD},
        says="the deformation gradient")
 def deformation_gradient(w: Writer, Ds, Dm_inv):
-    return {"F": w.let(("F", "def_grad"), f"{Ds} * {Dm_inv}")}
+    return {"F": w.let(("F", "def_grad"), f"{Ds} @ {Dm_inv}")}
 
 
 @piece("lame_parameters", needs={"E": YOUNGS, "nu": POISSON}, gives={"mu": MU, "lam": LAMBDA},
@@ -75,7 +75,7 @@ def small_strain(w: Writer, F):
 @piece("green_strain", needs={"F": DEF_GRAD}, gives={"eps": STRAIN_TENSOR}, says="the Green-Lagrange strain")
 def green_strain(w: Writer, F):
     Ft = w.once(("F_t", "FT"), f"wp.transpose({F})")
-    return {"eps": w.let(("E", "green_strain"), f"{w.lit(0.5)} * ({Ft} * {F} - {_eye(w)})")}
+    return {"eps": w.let(("E", "green_strain"), f"{w.lit(0.5)} * ({Ft} @ {F} - {_eye(w)})")}
 
 
 @piece("linear_elastic_stress", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA}, gives={"P": STRESS},
@@ -90,7 +90,7 @@ def linear_elastic_stress(w: Writer, eps, mu, lam):
 def stvk_stress(w: Writer, F, E, mu, lam):
     tr = _trace(w, E)
     S = w.let(("S", "pk2"), f"{w.lit(2.0)} * {mu} * {E} + {lam} * {tr} * {_eye(w)}")
-    return {"P": w.let(("P", "stress"), f"{F} * {S}")}
+    return {"P": w.let(("P", "stress"), f"{F} @ {S}")}
 
 
 @piece("quadratic_energy_density", needs={"eps": STRAIN_TENSOR, "mu": MU, "lam": LAMBDA},
@@ -134,7 +134,7 @@ def neo_hookean_stress(w: Writer, F, mu, lam):
 def element_forces(w: Writer, P, Dm_inv, volume):
     w.comment("the columns are the forces on vertices 1..n; vertex 0 takes minus their sum",
               "the matrix's columns act on vertices 1..n, and vertex 0 balances them")
-    return {"H": w.let(("H", "forces"), f"-{volume} * {P} * wp.transpose({Dm_inv})")}
+    return {"H": w.let(("H", "forces"), f"-{volume} * {P} @ wp.transpose({Dm_inv})")}
 
 
 @piece("von_mises_stress", needs={"P": STRESS, "F": DEF_GRAD}, gives={"s": VON_MISES},
@@ -148,6 +148,6 @@ def von_mises_stress(w: Writer, P, F):
     # clamped away from zero it gives a flat one a large but finite measure instead of inf or NaN
     w.add("# von Mises ignores the sign of sigma: divide by |J|, kept away from 0 for flattened elements")
     J_abs = w.let(("J_abs", "abs_j"), f"wp.max(wp.abs({J}), {w.lit(1.0e-6)})")
-    sigma = w.let(("sigma", "cauchy"), f"{P} * {Ft} / {J_abs}")
+    sigma = w.let(("sigma", "cauchy"), f"{P} @ {Ft} / {J_abs}")
     dev = w.let(("dev", "s_dev"), f"{sigma} - {_eye(w)} * (wp.trace({sigma}) / {w.lit(3.0)})")
     return {"s": w.let(("von_mises", "sigma_vm"), f"wp.sqrt({w.lit(1.5)} * wp.ddot({dev}, {dev}))")}

@@ -10,10 +10,10 @@ colliders (``collisions``) and elastic elements (``elasticity``).
 from __future__ import annotations
 
 from jit.code.synthesis.pieces.base import Role, Writer, piece
-from jit.code.synthesis.pieces.roles import (ANCHOR, ANCHOR_STIFFNESS, BUOYANCY, COMPLIANCE, CONTACT_DAMPING,
-                                             CONTACT_STIFFNESS,
+from jit.code.synthesis.pieces.roles import (ANCHOR, ANCHOR_STIFFNESS, BUOYANCY, CONTACT_DAMPING,
+                                             CONTACT_STIFFNESS, SCALED_COMPLIANCE,
                                              CORRECTION, DRAG, ENERGY, FORCE, GRAVITY, INV_MASS, MASS, POSITION,
-                                             RELAXATION, REST_LENGTH, SPRING_DAMPING, STIFFNESS, TIME_STEP,
+                                             RELAXATION, REST_LENGTH, SPRING_DAMPING, STIFFNESS,
                                              VELOCITY, VOLUME, WIND)
 
 EDGE_LENGTH = Role("edge length", "scalar", 0.1, 1.0)  # derived: never a kernel input
@@ -145,11 +145,11 @@ def _pair_corrections(w: Writer, n, c, w_i, w_j) -> dict[str, str]:
 
 
 @piece("xpbd_distance", needs={"n": DIRECTION, "c": STRETCH, "w_i": INV_MASS, "w_j": INV_MASS,
-                               "compliance": COMPLIANCE, "dt": TIME_STEP},
+                               "alpha_tilde": SCALED_COMPLIANCE},
        gives={"dx_i": CORRECTION, "dx_j": CORRECTION}, says="an XPBD distance constraint with compliance")
-def xpbd_distance(w: Writer, n, c, w_i, w_j, compliance, dt):
-    alpha = w.let(("alpha_tilde", "alpha"), f"{compliance} / ({dt} * {dt})")
-    dlambda = w.let(("dlambda", "delta_lambda"), f"-{c} / wp.max({w_i} + {w_j} + {alpha}, {w.lit(EPS)})")
+def xpbd_distance(w: Writer, n, c, w_i, w_j, alpha_tilde):
+    w.comment(f"{alpha_tilde} is the compliance divided by the squared time step, once per step by the caller")
+    dlambda = w.let(("dlambda", "delta_lambda"), f"-{c} / wp.max({w_i} + {w_j} + {alpha_tilde}, {w.lit(EPS)})")
     w.comment("the gradient of the constraint is -n at i and n at j")
     dx_i = w.let(("dx_i", "corr_i"), f"-{n} * ({dlambda} * {w_i})")
     return {"dx_i": dx_i, "dx_j": w.let(("dx_j", "corr_j"), f"{n} * ({dlambda} * {w_j})")}

@@ -173,18 +173,23 @@ def corner(stride: int, a: int) -> str:
     return f"tid * {stride}" if a == 0 else f"tid * {stride} + {a}"
 
 
-def scatter_pair(d: Draft, target: str, i: str, j: str, on_i: str, on_j: str | None = None) -> None:
-    """Add ``on_i`` at ``i`` and ``on_j`` (default ``-on_i``) at ``j``, atomically."""
+def scatter_pair(d: Draft, target: str, i: str, j: str, on_i: str, on_j: str | None = None,
+                 calls: bool = False) -> None:
+    """Add ``on_i`` at ``i`` and ``on_j`` (default ``-on_i``) at ``j``, atomically.
+
+    ``+=`` on an array is atomic in Warp too; with ``calls`` it is always ``wp.atomic_add`` /
+    ``wp.atomic_sub``, for kernels that scatter other values with those calls (one style per kernel).
+    """
     w = d.w
     if on_j is None:
-        style_ = d.rng.choice(("add_sub", "add_neg", "augmented"))
+        style_ = d.rng.choice(("add_sub", "add_neg") if calls else ("add_sub", "add_neg", "augmented"))
         if style_ == "add_sub":
             w.add(f"wp.atomic_add({target}, {i}, {on_i})", f"wp.atomic_sub({target}, {j}, {on_i})")
         elif style_ == "add_neg":
             w.add(f"wp.atomic_add({target}, {i}, {on_i})", f"wp.atomic_add({target}, {j}, -{on_i})")
         else:
             w.add(f"{target}[{i}] += {on_i}", f"{target}[{j}] -= {on_i}")
-    elif d.rng.random() < 0.6:
+    elif calls or d.rng.random() < 0.6:
         w.add(f"wp.atomic_add({target}, {i}, {on_i})", f"wp.atomic_add({target}, {j}, {on_j})")
     else:
         w.add(f"{target}[{i}] += {on_i}", f"{target}[{j}] += {on_j}")
@@ -409,7 +414,9 @@ def neighbour_loop(d: Draft, n: int, x: str) -> tuple[str, str]:
     w.add(f"for j in range({x}.shape[0]):")  # the positions say how many particles there are: no count to pass
     w.depth += 1
     w.taken.add("j")
-    return "j", "over all particle pairs"
+    # brute force, O(N^2): fine for the small particle sets these kernels take; larger ones query a
+    # wp.HashGrid (the patterns families do), which a composed kernel cannot build for itself
+    return "j", "over all particle pairs (a brute-force pass for small particle sets; larger ones query a wp.HashGrid)"
 
 
 STRESS_MODELS = ("linear_elastic_stress", "stvk_stress", "stable_neo_hookean_stress")

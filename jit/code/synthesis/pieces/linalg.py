@@ -44,7 +44,7 @@ def solve_3x3(w: Writer, A, b):
     det = w.let(("det", "det_a"), f"wp.determinant({A})")
     x = w.let(("x", "sol", "dx"), w.style.zero("vec3"))
     with w.block(f"if wp.abs({det}) > {w.lit(EPS)}"):
-        w.rebind(x, f"wp.inverse({A}) * {b}")
+        w.rebind(x, f"wp.inverse({A}) @ {b}")
     return {"x": x}
 
 
@@ -57,12 +57,12 @@ def polar_rotation(w: Writer, F):
     w.comment("det(U V^T) = det(U) det(V): flip the smallest singular direction if U V^T would be a reflection")
     flip = w.let(("flip", "sign"), f"wp.sign(wp.determinant({U}) * wp.determinant({V}))")
     one = w.lit(1.0)
-    return {"R": w.let(("R", "rot"), f"{U} * wp.diag({vec}({one}, {one}, {flip})) * wp.transpose({V})")}
+    return {"R": w.let(("R", "rot"), f"{U} @ wp.diag({vec}({one}, {one}, {flip})) @ wp.transpose({V})")}
 
 
 @piece("pull_to_goal", needs={"R": ROTATION, "q": REST_OFFSET, "c": CLUSTER_CENTER, "x": POINT3,
                               "stiffness": GOAL_STIFFNESS},
        gives={"x": POINT3}, says="a pull towards the shape-matching goal position", dims=(3,))
 def pull_to_goal(w: Writer, R, q, c, x, stiffness):
-    goal = w.let(("goal", "target"), f"{c} + {R} * {q}")
+    goal = w.let(("goal", "target"), f"{c} + {R} @ {q}")
     return {"x": w.let(("x_new", "x_matched"), f"{x} + ({goal} - {x}) * {stiffness}")}

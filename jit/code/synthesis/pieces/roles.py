@@ -42,7 +42,10 @@ REST_LENGTH = Role("rest length", "scalar", 0.1, 1.0, ("rest_length", "rest_leng
                    per_item=1.0)
 ANCHOR = Role("anchor position", "vec", -1.0, 1.0, ("anchor", "anchors", "anchor_positions"), per_item=0.8)
 ANCHOR_STIFFNESS = Role("tether stiffness", "scalar", 1.0, 20.0, ("tether_stiffness", "k_anchor", "pin_stiffness"))
-COMPLIANCE = Role("compliance", "scalar", 0.0, 1.0e-3, ("compliance", "alpha"), per_item=0.3)
+# XPBD's time-scaled compliance alpha / dt^2: the caller divides once per step, not every thread
+# (compliances up to 1e-5 at steps of 3 ms and more keep it below about 1)
+SCALED_COMPLIANCE = Role("time-scaled compliance", "scalar", 0.0, 1.0, ("alpha_tilde", "scaled_compliance"),
+                         per_item=0.3)
 RELAXATION = Role("relaxation factor", "scalar", 0.2, 1.0, ("relaxation", "stiffness", "omega"))
 CONTACT_STIFFNESS = Role("contact stiffness", "scalar", 100.0, 1000.0, ("contact_ke", "k_contact", "contact_stiffness"),
                          family="contact")
