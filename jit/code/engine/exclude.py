@@ -77,10 +77,10 @@ class Exclusions:
         if not likely:
             return None
         mine = shingle_hashes(source)
+        if not len(mine):  # an empty set matches nothing, not even another empty one
+            return None
         for c in likely:
-            common = len(np.intersect1d(mine, self._sets[c], assume_unique=True))
-            union = len(mine) + len(self._sets[c]) - common
-            if union and common / union >= self.threshold:
+            if dedup.jaccard(mine, self._sets[c]) >= self.threshold:
                 return self._names[c]
         return None
 

@@ -46,12 +46,7 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
     walks its unit tens of thousands of times: this was a third of its time."""
     todo = [node]
     for node in todo:  # a list grows under its own iterator: the queue
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if isinstance(value, ast.AST):
-                todo.append(value)
-            elif isinstance(value, list):
-                todo += [v for v in value if isinstance(v, ast.AST)]
+        todo += children(node)
         yield node
 
 
