@@ -75,7 +75,7 @@ PROFILE_SHARES = (
 
 
 def profile(seed: int, count: int, tmp: str) -> None:
-    """Print the shares of one in-process worker's time (cProfile), and the five costliest calls."""
+    """Print the shares of one in-process worker's time (cProfile)."""
     import cProfile
     import pstats
 

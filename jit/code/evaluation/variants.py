@@ -208,15 +208,11 @@ def _span(launch, specs, kernel, consts) -> bool:
 def _coordinates(kernel: ast.FunctionDef, tids: set[str]) -> bool:
     """Does the kernel convert a thread index to a float?"""
     for node in ast.walk(kernel):
-        if isinstance(node, ast.Call) and len(node.args) == 1 and _is_name_in(node.args[0], tids):
+        if isinstance(node, ast.Call) and len(node.args) == 1 and getattr(node.args[0], "id", None) in tids:
             func = node.func
             if (isinstance(func, ast.Name) and func.id == "float") or getattr(func, "attr", "") in ("float32", "float64"):
                 return True
     return False
-
-
-def _is_name_in(node: ast.AST, names: set[str]) -> bool:
-    return isinstance(node, ast.Name) and node.id in names
 
 
 def _follow(launch: dict, dims: list[int], wanted: list[int]) -> None:
