@@ -272,3 +272,21 @@ def test_equal_signatures_are_linked_in_buckets_left_out_for_their_size(tmp_path
     stats = build(tmp_path / "ds", texts, near_dup_threshold=0.9)
     assert stats["merge"]["large_buckets_left_out"] > 0
     assert 0 in kept(tmp_path / "ds") and not {1, 12, 13} & set(kept(tmp_path / "ds"))
+
+
+def test_a_pair_sharing_only_large_buckets_meets_in_a_piece(monkeypatch):
+    from jit.code.engine import buckets
+
+    monkeypatch.setattr(buckets, "LARGE_BUCKET", 4)
+    rng = np.random.default_rng(0)
+    rows = rng.integers(1, 2**62, size=(20, 6), dtype=np.uint64)
+    rows[:10, 0] = 7  # band 0: one bucket of ten (positions 0-9), too large to compare
+    rows[10:, 1] = 9  # band 1: another of ten (positions 10-19)
+    rows[3, 2:5] = rows[8, 2:5]  # 3 and 8 share bands 2-4 as well, 12 and 15 band 5
+    rows[12, 5] = rows[15, 5]
+    rows[[0, 1, 2, 4, 5], 3] = 11  # a piece of five members of the first bucket: still too large
+    monkeypatch.setattr(buckets, "_band_rows", lambda out, parts, positions: rows[positions])
+    large = [np.arange(10, dtype=np.int64), np.arange(10, 20, dtype=np.int64)]
+    pairs, groups, left_out = buckets._refine("unused", [(0, 0)], large)
+    assert pairs.tolist() == [[3, 8], [12, 15]]
+    assert groups == [] and left_out == 1

@@ -37,6 +37,9 @@ SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its 
 # is still found unless every band it shares is such a bucket (kernels that are mostly boilerplate);
 # records whose whole signatures are equal are linked in such buckets too, in one pass.
 LARGE_BUCKET = 200
+# A large bucket is cut by its members' other band values (``_refine``): a near-duplicate pair shares
+# about half of its other bands too, and the records sharing two boilerplate band values are far
+# fewer than those sharing one; a piece still larger than LARGE_BUCKET is left out and counted.
 NEAR, SPLIT = 1, 2
 SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten  # edge kinds: a near-duplicate link (also a split link), a split link only
 ESTIMATE_MARGIN = 0.1  # three standard errors of the estimate at J = 0.8: pairs further below are not read
@@ -166,8 +169,10 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
             key_positions.append(provenance[mine, 0].astype(np.int64) + start)
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
     large = [g for g in groups if len(g) > LARGE_BUCKET]
-    left_out = len(large)
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
+    piece_pairs, pieces, left_out = _refine(out, parts, large)
+    pairs = np.concatenate([pairs, piece_pairs])
+    groups += pieces
     records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
     small = [g for g in groups if len(g) <= SMALL_BUCKET]
     pairs = _distinct(np.concatenate([pairs, *(_all_pairs(g) for g in small)]))
@@ -183,9 +188,55 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
     for members in groups:
         found += [(int(members[0]), int(m), SPLIT) for m in members[1:]]
-    writers.write_json(counts, {"pairs": compared, "left_out": left_out, "reads": records.reads})
+    figures = {"pairs": compared, "large": len(large), "left_out": left_out, "reads": records.reads}
+    writers.write_json(counts, figures)
     _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
-    return {"path": path, "pairs": compared, "left_out": left_out, "reads": records.reads}
+    return {"path": path, **figures}
+
+
+def _refine(out: str, parts: list[tuple[int, int]],
+            large: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray], int]:
+    """Large buckets cut into pieces by their members' other band values: a piece holds the members
+    of one large bucket that also share the value of another band. A pair of near-duplicates that
+    shares only large buckets shares about half of them, so it meets in a piece of each. Returns the
+    pieces as ``_runs`` does (pairs, groups of at most LARGE_BUCKET) and how many pieces are still
+    larger (left out). A piece that is its whole bucket (a band all its members share) cuts nothing."""
+    if not large:
+        return np.zeros((0, 2), dtype=np.int64), [], 0
+    sizes = np.array([len(g) for g in large], dtype=np.int64)
+    members = np.concatenate(large)
+    rows = _band_rows(out, parts, members)
+    width = rows.shape[1]
+    bucket = np.repeat(np.arange(len(large), dtype=np.int64), sizes)
+    salt = (bucket[:, None] * width + np.arange(width)).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    keys, positions = (rows ^ salt).reshape(-1), np.repeat(members, width)
+    owner = np.repeat(bucket, width)
+    order = np.lexsort((positions, keys))
+    keys, positions, owner = keys[order], positions[order], owner[order]
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    counts = np.diff(np.concatenate((starts, [len(keys)])))
+    cuts = (counts >= 2) & (counts < sizes[owner[starts]])
+    two = starts[cuts & (counts == 2)]
+    pairs = _distinct(np.stack([positions[two], positions[two + 1]], axis=1)) if len(two) else np.zeros((0, 2), dtype=np.int64)
+    kept = cuts & (counts > 2) & (counts <= LARGE_BUCKET)
+    groups = {tuple(positions[a:a + n].tolist()) for a, n in zip(starts[kept].tolist(), counts[kept].tolist())}
+    left_out = int(np.count_nonzero(cuts & (counts > LARGE_BUCKET)))
+    return pairs, [np.array(g, dtype=np.int64) for g in sorted(groups)], left_out
+
+
+def _band_rows(out: str, parts: list[tuple[int, int]], positions: np.ndarray) -> np.ndarray:
+    """Every band value of the records at ``positions`` (one row each, in the order given)."""
+    starts = np.array([start for _, start in parts], dtype=np.int64)
+    which = np.searchsorted(starts, positions, side="right") - 1
+    rows = None
+    for p in np.unique(which):
+        number, start = parts[p]
+        bands, = part_index.load(out, number, "bands")
+        if rows is None:
+            rows = np.zeros((len(positions), bands.shape[1]), dtype=np.uint64)
+        mine = np.flatnonzero(which == p)
+        rows[mine] = bands[positions[mine] - start]
+    return rows
 
 
 def _same_signatures(large: list[np.ndarray], positions: np.ndarray, wholes: np.ndarray) -> list[tuple[int, int, int]]:

@@ -29,8 +29,9 @@ order tasks finish, so 1 or 16 workers, locally or on Ray, give the same shards.
 LSH proposes the pairs (bands from ``dedup.bands`` at the lower of the two levels): at the default
 threshold of 0.9, a pair at the threshold is missed with a probability of about 1e-7,
 a pair at the split threshold below 2e-3, as long as it shares a bucket of at most
-``buckets.LARGE_BUCKET`` records (larger ones, made of boilerplate shingles, are left out and counted
-in stats.json's ``merge.large_buckets_left_out``). This process holds counts and arrays over positions
+``buckets.LARGE_BUCKET`` records or meets in a piece that small when larger buckets (made of
+boilerplate shingles) are cut by their members' other band values; pieces still larger are left out
+and counted in stats.json's ``merge.large_buckets_left_out``). This process holds counts and arrays over positions
 (a few bytes a record), never ids of all records, signatures or records.
 
 What it leaves out: the parts themselves (``local``, ``ray_executor``) and stats.json (``stats``).
@@ -151,7 +152,8 @@ class Merge:
         if self.keys.bands or self.keys.provenance:
             found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near,
                                                           self.split_at) for s in range(shards)])
-            self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets_left_out": sum(f["left_out"] for f in found),
+            self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets": sum(f.get("large", 0) for f in found),
+                             "large_buckets_left_out": sum(f["left_out"] for f in found),
                              "records_read": sum(f.get("reads", 0) for f in found), "shards": shards}
         t0 = time.perf_counter()
         self._clusters(total, starts, np.concatenate([np.load(p) for p in removed]), [f["path"] for f in found])

@@ -340,7 +340,7 @@ class Pattern:
         notes = self.notes[:3]
         if not notes:
             return ""
-        form = self.rng.choices(("clauses", "sentences", "none"), (0.45, 0.35, 0.2))[0]
+        form = self.rng.choices(("clauses", "sentences", "none"), (0.4, 0.15, 0.45))[0]
         if form == "none" and any(note.split()[0] in OUTPUT_VERBS for note in notes):
             form = "sentences"  # a note about another output stays: the docstring must not hide it
         if form == "clauses":

@@ -387,7 +387,7 @@ def _transform_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
     t = w.load("xform", w.array(w.pick("transforms", "poses", "xforms"), tt, -2.0, 2.0))
     x = w.load("x", w.array(w.pick("points", "local_points"), v, -2.0, 2.0))
     w.add(f"p = wp.transform_point({t}, {x})",
-          "# translations and points below 3.5: world points below 7 (11 through two transforms)")
+          "# components in [-2, 2]: |t| and |x| below 3.5, so |p| below 7 (11 through two transforms)")
     of_p = [("the inverse transform takes points back",  # the checks of the stored p
              [f"wp.expect_near(wp.transform_point(wp.transform_inverse({t}), p), {x}, 1.0e-4)"]),
             ("a point is rotated then translated",

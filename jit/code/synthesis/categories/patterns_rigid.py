@@ -98,11 +98,12 @@ def _integrate_bodies(p: Pattern):
     if spatial:
         p.add(f"{q}[tid] = wp.transform(x, r)", f"{qd}[tid] = wp.spatial_vector(w, v)")
     else:
-        out = p.array(rng.choice(("body_q_out", "body_q_next")), T.TRANSFORMF, "out")
-        v_out = p.array(f"{lin}_out", T.VEC3F, "out")
+        suffix = rng.choice(("_out", "_next"))  # outputs named for their inputs, one suffix for all
+        out = p.array(f"{q}{suffix}", T.TRANSFORMF, "out")
+        v_out = p.array(f"{lin}{suffix}", T.VEC3F, "out")
         p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v")
         if torqued or "damps the angular velocity by a per-step factor" in p.notes:  # an unchanged one is not copied
-            w_out = p.array(f"{ang}_out", T.VEC3F, "out")
+            w_out = p.array(f"{ang}{suffix}", T.VEC3F, "out")
             p.add(f"{w_out}[tid] = w")
     if energy:
         ke = p.array(rng.choice(("linear_kinetic_energy", "translational_energy")), T.FLOAT32, "out")
@@ -134,14 +135,17 @@ def _body_points(p: Pattern):
         p.add("X = wp.transform_identity()", "if b >= 0:", f"{INDENT}X = {q}[b]")
     else:
         p.add(f"X = {q}[b]")
-    if p.coin(0.3):  # by hand: rotate, then translate
-        p.add(f"p = wp.quat_rotate(wp.transform_get_rotation(X), {local}[tid]) + wp.transform_get_translation(X)")
+    by_hand = p.coin(0.3)  # rotate, then translate, spelled out (normals then rotated the same way)
+    if by_hand:
+        p.add("rot = wp.transform_get_rotation(X)",
+              f"p = wp.quat_rotate(rot, {local}[tid]) + wp.transform_get_translation(X)")
     else:
         p.add(f"p = wp.transform_point(X, {local}[tid])")
     if p.chance(0.3):  # the point's normal moves with the body's rotation only
         normals = p.array(rng.choice(("local_normals", "shape_normals")), T.VEC3F)
         n_out = p.array(rng.choice(("world_normals", "normals_out")), T.VEC3F, "out")
-        p.add(f"{n_out}[tid] = wp.normalize(wp.transform_vector(X, {normals}[tid]))")
+        rotated = f"wp.quat_rotate(rot, {normals}[tid])" if by_hand else f"wp.transform_vector(X, {normals}[tid])"
+        p.add(f"{n_out}[tid] = wp.normalize({rotated})")
         p.note("rotates the points' normals")
     out = p.array(rng.choice(("world_points", "points_out")), T.VEC3F, "out")
     p.add(f"{out}[tid] = p")

@@ -130,6 +130,13 @@ class Writer:
             return name
         return expr
 
+    def offsets(self, tile: str, p: float = 0.5) -> tuple[str, str]:
+        """A 2D block's row and column offsets: both named as locals, or both written in place."""
+        if self.rng.random() < p:
+            self.add(f"row = i * {tile}", f"col = j * {tile}")
+            return "row", "col"
+        return f"i * {tile}", f"j * {tile}"
+
     def cast(self, expr: str) -> str:
         """``expr`` converted to the working float type, spelled as the kernel spells it."""
         return f"{self.spell}({expr})"
@@ -379,7 +386,8 @@ def _axpy(w: Writer, rng: random.Random) -> TileKernel:
     out = y if in_place else w.array(rng.choice(("z", "out")), shape, "out")
     y_term = f"{beta} * y_tile" if beta else "y_tile"
     if two_d:
-        at = f"shape=({tile}, {tile}), offset=({w.index('row', f'i * {tile}')}, {w.index('col', f'j * {tile}')})"
+        row, col = w.offsets(tile)
+        at = f"shape=({tile}, {tile}), offset=({row}, {col})"
     else:
         at = f"shape={tile}, offset={w.index('start', f'i * {tile}')}"
     w.add(f"x_tile = wp.tile_load(x, {at})", f"y_tile = wp.tile_load(y, {at})")
@@ -419,7 +427,7 @@ def _transpose(w: Writer, rng: random.Random) -> TileKernel:
     scale = w.scalar(rng.choice(("alpha", "scale")), -2.0, 2.0) if rng.random() < 0.3 else None
     if scale:  # the scalar before the output, as callers pass it
         w.params.insert(len(w.params) - 2, w.params.pop())
-    row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
+    row, col = w.offsets(tile)
     shared = ', storage="shared"' if rng.random() < 0.4 else ""  # a transpose reads across the tile
     w.add(f"t = wp.tile_load({a}, shape=({tile}, {tile}), offset=({row}, {col}){shared})")
     moved = "wp.tile_transpose(t) * " + scale if scale else "wp.tile_transpose(t)"
@@ -461,8 +469,10 @@ def _scan(w: Writer, rng: random.Random) -> TileKernel:
     tile = w.constant(rng.choice(("TILE_SIZE", "SCAN_SIZE", "BLOCK")), size)
     x = w.array(rng.choice(("counts", "sizes")) if counts else rng.choice(("values", "x")), (blocks * size,),
                 lo=0 if counts else -1.0, hi=4 if counts else 1.0)
-    y = w.array(rng.choice(("offsets", "starts")) if counts else rng.choice(("prefix", "y")), (blocks * size,), "out")
     inclusive = rng.random() < 0.5
+    # an exclusive scan of counts gives each item's start; an inclusive one, each item's end
+    names = (("ends", "cumulative_counts") if inclusive else ("offsets", "starts")) if counts else ("prefix", "y")
+    y = w.array(rng.choice(names), (blocks * size,), "out")
     totals = w.array(rng.choice(("block_totals", "block_sums")), (blocks,), "out") if rng.random() < 0.6 else None
     scan = "wp.tile_scan_inclusive" if inclusive else "wp.tile_scan_exclusive"
     start = w.index("start", f"i * {tile}")
@@ -498,7 +508,7 @@ def _elementwise(w: Writer, rng: random.Random) -> TileKernel:
     arrays = [w.array(name, shape, lo=lo, hi=hi) for name, (lo, hi) in zip(rng.choice(names), ranges)]
     bias = w.array(rng.choice(("bias", "column_bias")), (bj * size,)) if rng.random() < 0.4 else None
     out = w.array(rng.choice(("out", "output", "y")), shape, "out")
-    row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
+    row, col = w.offsets(tile)
     at = f"shape=({tile}, {tile}), offset=({row}, {col})"
     tiles = [f"{a}_tile" for a in arrays]
     w.add(*(f"{t} = wp.tile_load({a}, {at})" for t, a in zip(tiles, arrays)),
@@ -526,7 +536,7 @@ def _batch(w: Writer, rng: random.Random) -> TileKernel:
     out = w.array(rng.choice(("mean", "average")) if mean else rng.choice(("total", "summed")), (rows, bj * size), "out")
     spread = w.array(rng.choice(("first_minus_mean", "deviation")), (rows, bj * size), "out") \
         if mean and rng.random() < 0.5 else None
-    row, col = w.index("row", f"i * {tile}"), w.index("col", f"j * {tile}")
+    row, col = w.offsets(tile)
     w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell})",
           f"for k in range({frames}):",
           f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")

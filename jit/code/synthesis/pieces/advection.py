@@ -36,7 +36,7 @@ def backtrace_rk2(w: Writer, p, u, velocity, dt, inv_dx):
        says="exponential dissipation by a per-step factor")
 def grid_decay(w: Writer, c, factor):
     w.add("# " + w.pick(f"{factor} = exp(-k * dt) for a dissipation rate k, computed once per step by the caller",
-                        f"the caller passes the step's decay {factor} = exp(-k * dt), one value for every cell"))
+                        f"the caller passes {factor} = exp(-k * dt), the step's decay, one value for every cell"))
     return {"c": w.update(c, f"{c} * {factor}", "c_decayed", "faded")}
 
 
