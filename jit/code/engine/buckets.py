@@ -30,18 +30,15 @@ import numpy as np
 from jit.code.engine import dedup, part_index, writers
 
 SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its pairs, at once with the others
-# A bucket of more records is left out: such a band value is made of shingles most records share
-# (a kernel's signature line, boilerplate), and comparing it would grow with the square of the count
-# (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M pairs a band). A pair of
-# near-duplicates shares about half the bands, nearly all of them with a value of its own, so it
-# is still found unless every band it shares is such a bucket (kernels that are mostly boilerplate);
-# records whose whole signatures are equal are linked in such buckets too, in one pass.
+# A bucket of more records is not compared whole: such a band value is made of shingles most records
+# share (a kernel's signature line, boilerplate), and comparing it would grow with the square of the
+# count (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M pairs a band). It is cut
+# by its members' other band values (``_refine``): a near-duplicate pair shares about half of its
+# bands, and far fewer records share two boilerplate band values than one; a piece still larger is
+# left out and counted. Records whose whole signatures are equal are linked in such buckets, in one pass.
 LARGE_BUCKET = 200
-# A large bucket is cut by its members' other band values (``_refine``): a near-duplicate pair shares
-# about half of its other bands too, and the records sharing two boilerplate band values are far
-# fewer than those sharing one; a piece still larger than LARGE_BUCKET is left out and counted.
-NEAR, SPLIT = 1, 2
-SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten  # edge kinds: a near-duplicate link (also a split link), a split link only
+NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
+SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten
 ESTIMATE_MARGIN = 0.1  # three standard errors of the estimate at J = 0.8: pairs further below are not read
 
 

@@ -13,6 +13,8 @@ import collections
 import functools
 import re
 
+from jit.code.synthesis import quick_layout
+
 LINE_LENGTH = 120
 SUBSCRIPT_SHARE = 0.65  # kernels that spell arrays wp.array[T] (Warp 1.19's own examples and tests nearly all do)
 # ``wp.array(dtype=T)``, ``wp.array(dtype=T, ndim=N)`` or ``wp.arrayNd(dtype=T)`` with a type free of brackets
@@ -34,10 +36,12 @@ def format_source(source: str) -> str:
 
     if source in _formatted:  # a builder formatted it already (composed kernels are formatted to read)
         return source
-    try:
-        out = black.format_str(source, mode=_mode())
-    except (black.InvalidInput, ValueError):
-        return source
+    out = quick_layout.laid_out(source, LINE_LENGTH)  # black's layout where that is simple, at a tenth of the cost
+    if out is None:
+        try:
+            out = black.format_str(source, mode=_mode())
+        except (black.InvalidInput, ValueError):
+            return source
     _formatted[out] = None
     if len(_formatted) > _RECENT:
         _formatted.popitem(last=False)

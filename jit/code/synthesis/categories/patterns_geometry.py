@@ -187,7 +187,8 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     if closest:
         p.add(f"nearest = float({radius})")
         body.append(f"{INDENT}nearest = wp.min(nearest, {'r' if form == 'dist' else 'wp.sqrt(r2)'})")
-    neighbour_loop(p, grid, x, radius, body, skip_self=p.coin(0.7))
+    skip_self = p.coin(0.7)
+    neighbour_loop(p, grid, x, radius, body, skip_self=skip_self)
     out = p.array(rng.choice(("neighbor_count", "counts")), T.INT32, "out")
     if p.chance(0.3) and not listed:  # neighbour lists have a fixed capacity
         cap = p.scalar(rng.choice(("max_neighbors", "capacity")), T.INT32, lo=8, hi=64)
@@ -205,8 +206,12 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         p.note("finds the nearest neighbour's distance")
     if listed:
         p.purpose = "Build a fixed-capacity neighbour list per particle from a hash-grid query, counting all neighbours"
+        if not skip_self:
+            p.purpose += " (the particle itself among them)"
         return ("build_neighbor_list", "find_neighbors")
     p.purpose = "Count each particle's neighbours within a radius, found with a hash-grid query"
+    if not skip_self:
+        p.purpose += ", the particle itself included"
     return ("count_neighbors", "neighbor_counts")
 
 

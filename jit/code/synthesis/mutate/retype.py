@@ -61,8 +61,15 @@ F64_TO_F32 = {
 }
 
 
+# names of buffers a renderer reads (vertex buffers, colours, images): float32 by what reads them
+RENDER_BUFFER = re.compile(r"vbo|gfx|render|pixel|colou?r|rgb", re.IGNORECASE)
+
+
 def precision_options(tree: ast.AST) -> tuple[str, ...]:
-    """ "float64" if the unit uses only float32 types, "float32" if only float64 ones."""
+    """ "float64" if the unit uses only float32 types, "float32" if only float64 ones; nothing for
+    a unit that fills a renderer's buffers."""
+    if any(RENDER_BUFFER.search(n.arg) for n in walk(tree) if isinstance(n, ast.arg)):
+        return ()
     attrs = {wp_attr(n) for n in walk(tree) if isinstance(n, ast.Attribute)}
     f32 = bool(attrs & set(F32_TO_F64)) or any(isinstance(n, ast.Name) and n.id == "float" for n in walk(tree))
     f64 = bool(attrs & set(F64_TO_F32))
