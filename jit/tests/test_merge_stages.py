@@ -287,6 +287,10 @@ def test_a_pair_sharing_only_large_buckets_meets_in_a_piece(monkeypatch):
     rows[[0, 1, 2, 4, 5], 3] = 11  # a piece of five members of the first bucket: still too large
     monkeypatch.setattr(buckets, "_band_rows", lambda out, parts, positions: rows[positions])
     large = [np.arange(10, dtype=np.int64), np.arange(10, 20, dtype=np.int64)]
-    pairs, groups, left_out = buckets._refine("unused", [(0, 0)], large)
+    sizes = np.full(buckets.SKETCH, 1000)  # every band value's bucket may be large...
+    pairs, groups, left_out = buckets._refine("unused", [(0, 0)], large, sizes)
     assert pairs.tolist() == [[3, 8], [12, 15]]
     assert groups == [] and left_out == 1
+    sizes[int(rows[12, 5] & np.uint64(buckets.SKETCH - 1))] = 2  # ...but 12 and 15 share a small one: they meet there
+    pairs, _, _ = buckets._refine("unused", [(0, 0)], large, sizes)
+    assert pairs.tolist() == [[3, 8]]

@@ -37,6 +37,7 @@ SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its 
 # bands, and far fewer records share two boilerplate band values than one; a piece still larger is
 # left out and counted. Records whose whole signatures are equal are linked in such buckets, in one pass.
 LARGE_BUCKET = 200
+SKETCH = 1 << 22  # counters of band values by their low bits: each at least its bucket's size
 NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
 SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten
 ESTIMATE_MARGIN = 0.1  # three standard errors of the estimate at J = 0.8: pairs further below are not read
@@ -152,10 +153,12 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
             return {"path": path, **json.load(f)}
     gone = np.unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
     band_keys, band_positions, key_hashes, key_positions, wholes = [], [], [], [], []
+    sizes = np.zeros(SKETCH, dtype=np.int64)  # bucket sizes of every shard, from above (``_refine``)
     for number, start in parts:
         bands, excluded, provenance, whole = part_index.load(out, number, "bands", "excluded", "provenance", "whole")
         alive = ~excluded
         alive[gone[(gone >= start) & (gone < start + len(alive))] - start] = False
+        sizes += np.bincount((bands[alive] & np.uint64(SKETCH - 1)).reshape(-1).astype(np.int64), minlength=SKETCH)
         rows, cols = np.nonzero((_shard_of(bands, shards) == shard) & alive[:, None])
         band_keys.append(bands[rows, cols])
         band_positions.append(rows.astype(np.int64) + start)
@@ -167,7 +170,7 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
     large = [g for g in groups if len(g) > LARGE_BUCKET]
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
-    piece_pairs, pieces, left_out = _refine(out, parts, large)
+    piece_pairs, pieces, left_out = _refine(out, parts, large, sizes)
     pairs = np.concatenate([pairs, piece_pairs])
     groups += pieces
     records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
@@ -191,33 +194,42 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     return {"path": path, **figures}
 
 
-def _refine(out: str, parts: list[tuple[int, int]],
-            large: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray], int]:
+def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
+            sizes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], int]:
     """Large buckets cut into pieces by their members' other band values: a piece holds the members
-    of one large bucket that also share the value of another band. A pair of near-duplicates that
-    shares only large buckets shares about half of them, so it meets in a piece of each. Returns the
-    pieces as ``_runs`` does (pairs, groups of at most LARGE_BUCKET) and how many pieces are still
-    larger (left out). A piece that is its whole bucket (a band all its members share) cuts nothing."""
+    of one large bucket that also share the value of a later band, when that band value's own bucket
+    may be large too (``sizes``, a count of every band value by its low bits, says so from above: a
+    pair sharing a band value whose bucket is small meets there). A pair of near-duplicates that
+    shares only large buckets shares about half of its bands, so it meets in the piece of its first
+    shared band cut by another. Returns the pieces as ``_runs`` does (pairs, groups of at most
+    LARGE_BUCKET) and how many pieces are still larger (left out)."""
     if not large:
         return np.zeros((0, 2), dtype=np.int64), [], 0
-    sizes = np.array([len(g) for g in large], dtype=np.int64)
+    counts = np.array([len(g) for g in large], dtype=np.int64)
     members = np.concatenate(large)
     rows = _band_rows(out, parts, members)
     width = rows.shape[1]
-    bucket = np.repeat(np.arange(len(large), dtype=np.int64), sizes)
-    salt = (bucket[:, None] * width + np.arange(width)).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    keys, positions = (rows ^ salt).reshape(-1), np.repeat(members, width)
-    owner = np.repeat(bucket, width)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    own = np.array([int(np.argmax(np.all(rows[a:a + n] == rows[a], axis=0))) for a, n in zip(starts, counts)])
+    bucket = np.repeat(np.arange(len(large), dtype=np.int64), counts)
+    later = np.arange(width)[None, :] > own[bucket][:, None]
+    wanted = later & (sizes[(rows & np.uint64(SKETCH - 1)).astype(np.int64)] > LARGE_BUCKET)
+    r, c = np.nonzero(wanted)
+    salt = (bucket[r] * width + c).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    keys, positions, owner = rows[r, c] ^ salt, members[r], bucket[r]
     order = np.lexsort((positions, keys))
     keys, positions, owner = keys[order], positions[order], owner[order]
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    counts = np.diff(np.concatenate((starts, [len(keys)])))
-    cuts = (counts >= 2) & (counts < sizes[owner[starts]])
-    two = starts[cuts & (counts == 2)]
-    pairs = _distinct(np.stack([positions[two], positions[two + 1]], axis=1)) if len(two) else np.zeros((0, 2), dtype=np.int64)
-    kept = cuts & (counts > 2) & (counts <= LARGE_BUCKET)
-    groups = {tuple(positions[a:a + n].tolist()) for a, n in zip(starts[kept].tolist(), counts[kept].tolist())}
-    left_out = int(np.count_nonzero(cuts & (counts > LARGE_BUCKET)))
+    if not len(keys):
+        return np.zeros((0, 2), dtype=np.int64), [], 0
+    firsts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    lengths = np.diff(np.concatenate((firsts, [len(keys)])))
+    cuts = (lengths >= 2) & (lengths < counts[owner[firsts]])  # a piece that is its whole bucket cuts nothing
+    two = firsts[cuts & (lengths == 2)]
+    pairs = _distinct(np.stack([positions[two], positions[two + 1]], axis=1)) if len(two) \
+        else np.zeros((0, 2), dtype=np.int64)
+    kept = cuts & (lengths > 2) & (lengths <= LARGE_BUCKET)
+    groups = {tuple(positions[a:a + n].tolist()) for a, n in zip(firsts[kept].tolist(), lengths[kept].tolist())}
+    left_out = int(np.count_nonzero(cuts & (lengths > LARGE_BUCKET)))
     return pairs, [np.array(g, dtype=np.int64) for g in sorted(groups)], left_out
 
 
