@@ -33,7 +33,7 @@ SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its 
 # A bucket of more records is not compared whole: such a band value is made of shingles most records
 # share (a kernel's signature line, boilerplate), and comparing it would grow with the square of the
 # count (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M pairs a band). It is cut
-# by its members' other band values (``_refine``): a near-duplicate pair shares about half of its
+# by its members' later band values (``_refine``): a near-duplicate pair shares about half of its
 # bands, and far fewer records share two boilerplate band values than one; a piece still larger is
 # left out and counted. Records whose whole signatures are equal are linked in such buckets, in one pass.
 LARGE_BUCKET = 200
