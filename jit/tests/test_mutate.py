@@ -637,3 +637,17 @@ def test_test_probes_are_no_seeds_and_test_kernels_lose_their_suffix():
     for seed in M.seeds():
         if seed.path.startswith("warp/tests/"):
             assert seed.kernel in (scaffolding.test_name(seed.name.removeprefix("test_")), seed.name.removeprefix("test_"))
+
+
+def test_a_warp_subpackage_the_source_reads_is_imported():
+    """``import warp`` does not load ``warp.geometry``: a mutant reading it imports it, and builds alone."""
+    from jit.code.synthesis.mutate.unit import Unit
+
+    text = ("import warp as wp\n\nOFFSETS = wp.geometry.IsoSurfaceMarchingCubes.CUBE_CORNER_OFFSETS\n\n\n"
+            "@wp.kernel\ndef corner_x(out: wp.array(dtype=int)):\n    i = wp.tid()\n"
+            "    out[i] = wp.static(OFFSETS[1][0])\n")
+    rendered = Unit(text, "corner_x", "ab12cd34").render()
+    assert "import warp.geometry" in rendered
+    wb.init()
+    handle = wb.define([rendered], "subpackage_import_test")
+    assert handle.namespace["corner_x_ab12cd34"] is not None

@@ -31,6 +31,9 @@ KNOWN_IMPORTS = {
     "warp": "import warp",
 }
 
+# subpackages ``import warp`` does not load (Warp 1.19)
+WARP_SUBPACKAGES = frozenset({"autograd", "fem", "geometry", "optim", "render", "sparse"})
+
 
 class Unit:
     def __init__(self, text: str, kernel: str, suffix: str = "", launch: Launch | None = None):
@@ -204,6 +207,11 @@ class Unit:
         }
         used = {n.id for n in walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         missing = [KNOWN_IMPORTS[m] for m in sorted(used & KNOWN_IMPORTS.keys() - bound)]
+        # ``wp.geometry.X``: a subpackage ``import warp`` does not load needs its own import
+        subpackages = {n.attr for n in walk(self.tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                       and n.value.id in ("wp", "warp") and n.attr in WARP_SUBPACKAGES}
+        imported = {a.name for n in self.tree.body if isinstance(n, ast.Import) for a in n.names}
+        missing += [f"import warp.{sub}" for sub in sorted(subpackages) if f"warp.{sub}" not in imported]
         at = sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in self.tree.body)
         for text in missing:
             self.tree.body.insert(at, ast.parse(text).body[0])
