@@ -78,6 +78,13 @@ DECLINED = {
     "a comment without its space": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n    #note\n    i = wp.tid()\n",
     "an upper-case exponent": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n    b = a * 1E-6\n",
     "trailing white space": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n    i = wp.tid()  \n",
+    "a blank line closing a docstring": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n"
+                                        '    """Text.\n\n    """\n    i = wp.tid()\n',
+    "a one-line docstring closed below": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n"
+                                         '    """Text.\n    """\n    i = wp.tid()\n',
+    "a docstring indented deeper": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n"
+                                   '    """Text.\n      more\n    """\n    i = wp.tid()\n',
+    "a u prefix": "import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n    s = u\"x\"\n",
     "a return annotation": "import warp as wp\n\n\n@wp.func\ndef f(" + ", ".join(
         f"value_number_{i}: float" for i in range(9)) + ") -> float:\n    return 1.0\n",
 }

@@ -163,9 +163,9 @@ def _tokens_plain(tokens: list[tokenize.TokenInfo], signatures: dict[int, tuple[
             return False  # a bracketed expression over several lines
         elif tok.type == tokenize.STRING:
             body = tok.string.lstrip("rRbBuUfF")
-            if not body.startswith('"') or tok.string[:1] in "RBUF":
+            if not body.startswith('"') or tok.string[:1] in "RBUFu":
                 return False
-            if '\\"' in body or body.startswith('"""') and not _docstring_plain(body):
+            if '\\"' in body or body.startswith('"""') and not _docstring_plain(body, tok.start[1]):
                 return False
         elif tok.type == tokenize.NUMBER:
             if not _NUMBER.fullmatch(tok.string):
@@ -253,10 +253,21 @@ def _comment_indent_kept(tokens: list[tokenize.TokenInfo], n: int) -> bool:
     return tokens[n].start[1] == 0
 
 
-def _docstring_plain(body: str) -> bool:
+def _docstring_plain(body: str, column: int) -> bool:
     """A triple-quoted string black leaves as it is: no space just inside its quotes, no backslash
-    at a line end, no quote before the closing ones."""
+    at a line end, no quote before the closing ones, no blank line before them, and lines after the
+    first indented as the quotes are (black re-indents them), the closing quotes too."""
     inner = body[3:-3]
-    last = inner.rsplit("\n", 1)[-1]
-    return not (inner[:1] in (" ", "\t") or (last.strip() and last.endswith(" ")) or inner.endswith('"')
-                or "\\\n" in inner)
+    lines = inner.split("\n")
+    last = lines[-1]
+    if inner[:1] in (" ", "\t") or (last.strip() and last.endswith(" ")) or inner.endswith('"') or "\\\n" in inner:
+        return False
+    if len(lines) == 1:
+        return True
+    if "\n" not in inner.rstrip():  # one line of text, the quotes below it: black joins them
+        return False
+    if last.strip() == "" and (last != " " * column or not lines[-2].strip()):
+        return False
+    rest = [line for line in lines[1:] if line.strip()]
+    return all(line.startswith(" " * column) for line in rest) and (
+        not rest or min(len(line) - len(line.lstrip(" ")) for line in rest) == column)
