@@ -802,11 +802,12 @@ def _static_loop(w: Writer, rng: random.Random) -> CheckKernel:
         return w.finish(w.pick("test_static_horner", "check_polynomial_forms"),
                         "Check a cubic unrolled with wp.static for every input in [-1, 1]",
                         "Horner's rule and the sum of powers give the same value")
-    terms = w.constant(w.pick("TERMS", "N"), str(rng.randint(3, 6)))
+    count = rng.randint(3, 6)
+    terms = w.constant(w.pick("TERMS", "N"), str(count))
     x = w.load("x", w.array(w.pick("ratios", "bases"), T.FLOAT32, 1.5, 2.0))  # away from 1, where the closed form divides by zero
     w.add("total = float(0.0)", "power = float(1.0)", f"for _ in range(wp.static({terms})):",
           f"{INDENT}total += power", f"{INDENT}power *= {x}",
-          "# ratios in [1.5, 2]: the sum stays below 64 and x - 1 is exact",
+          f"# ratios in [1.5, 2]: the sum is at most {2 ** count - 1} and x - 1 is exact",
           f"wp.expect_near(total, (power - 1.0) / ({x} - 1.0), 1.0e-4)",
           f"{w.at(w.out(w.pick('sums', 'totals'), T.FLOAT32))} = total")
     return w.finish(w.pick("test_geometric_sum", "check_static_series"),

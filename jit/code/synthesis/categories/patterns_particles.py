@@ -311,10 +311,10 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
         p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == {zero}:", f"{INDENT}return")
     xpbd = p.chance(0.5)
     if xpbd:  # XPBD: a compliance softens the constraint
-        alpha = p.scalar("compliance", lo=0.0, hi=0.01)
-        dt = p.scalar("dt", lo=0.001, hi=0.02)
-        p.add(*p.pick([f"alpha = {alpha} / ({dt} * {dt})", f"lam = ({l_minus(rest)}) / (w_sum + alpha)"],
-                      [f"lam = ({l_minus(rest)}) / (w_sum + {alpha} / ({dt} * {dt}))"]))
+        alpha = p.scalar("alpha_tilde", lo=0.0, hi=25.0)
+        p.why(("alpha_tilde = compliance / dt^2, one value for the step, computed by the caller",
+               "the caller passes the time-scaled compliance alpha_tilde = compliance / dt^2"))
+        p.add(f"lam = ({l_minus(rest)}) / (w_sum + {alpha})")
     else:
         stiffness = p.scalar(rng.choice(("stiffness", "relaxation")), lo=0.1, hi=1.0)
         p.add(f"lam = {stiffness} * ({l_minus(rest)}) / w_sum")

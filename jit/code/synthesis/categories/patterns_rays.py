@@ -115,8 +115,9 @@ def shade(p: Pattern, normal: str) -> str:
               f"shade = wp.max(wp.dot({normal}, light), 0.0)")
     else:
         lights = p.array(rng.choice(("light_dirs", "lights")), T.VEC3F, lo=-1.0, hi=1.0, shape=(rng.randint(1, 4),))
-        p.add("shade = float(0.0)", f"for l in range({lights}.shape[0]):",
-              f"{INDENT}shade += wp.max(wp.dot({normal}, wp.normalize({lights}[l])), 0.0)")
+        p.add("# the caller passes unit directions towards each light, normalised once for the frame",
+              "shade = float(0.0)", f"for l in range({lights}.shape[0]):",
+              f"{INDENT}shade += wp.max(wp.dot({normal}, {lights}[l]), 0.0)")
     if p.chance(0.3):
         ambient = p.scalar(rng.choice(("ambient", "ambient_light")), lo=0.0, hi=0.3)
         p.add(f"shade = {ambient} + (1.0 - {ambient}) * shade")

@@ -193,7 +193,9 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
                           fl.scalar, "out")
         p.add(f"{partial}[tid] = s")
         p.note("keeps each thread's partial result")
-    return p.finish(rng.choice(("strided_sum", "grid_stride_reduce", "reduce_strided")), p.kb.dims, purpose=purpose,
+    base = {"max": ("strided_max_abs", "grid_stride_max", "reduce_max_strided")}.get(
+        kind, ("strided_mean", "grid_stride_mean") if mean else ("strided_sum", "grid_stride_reduce", "reduce_strided"))
+    return p.finish(rng.choice(base), p.kb.dims, purpose=purpose,
                     differentiable=kind != "max")
 
 

@@ -132,8 +132,9 @@ def neo_hookean_stress(w: Writer, F, mu, lam):
 @piece("element_forces", needs={"P": STRESS, "Dm_inv": REST_INV, "volume": REST_VOLUME},
        gives={"H": EDGE_MATRIX}, says="nodal elastic forces")
 def element_forces(w: Writer, P, Dm_inv, volume):
-    w.comment("the columns are the forces on vertices 1..n; vertex 0 takes minus their sum",
-              "the matrix's columns act on vertices 1..n, and vertex 0 balances them")
+    others = "1 and 2" if w.style.dim == 2 else "1 to 3"
+    w.comment(f"the columns are the forces on vertices {others}; vertex 0 takes minus their sum",
+              f"the matrix's columns act on vertices {others}, and vertex 0 balances them")
     return {"H": w.let(("H", "forces"), f"-{volume} * {P} @ wp.transpose({Dm_inv})")}
 
 
