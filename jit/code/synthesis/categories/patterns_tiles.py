@@ -518,7 +518,8 @@ def _elementwise(w: Writer, rng: random.Random) -> TileKernel:
               f"result += wp.tile_broadcast(wp.tile_load({bias}, shape={tile}, offset={col}), shape=({tile}, {tile}))")
     w.add(f"wp.tile_store({out}, result, offset=({row}, {col}))")
     what = says.format(**dict(zip(args, arrays)))
-    purpose = f"Elementwise {out} = {what}" + (f" plus the column bias {bias}" if bias else "")
+    said = "" if not bias else " plus a bias per column" + ("" if bias == "bias" else f" ({bias})")
+    purpose = f"Elementwise {out} = {what}{said}"
     return w.finish(rng.choice(NAMES[kind]), [bi, bj], rng.choice(BLOCK_DIMS),
                     purpose + f", one {size} x {size} tile per block", differentiable=kind != "clip")
 
