@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -85,16 +86,30 @@ def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], 
     return path
 
 
+CHUNK_PAIRS = 2_000_000  # candidate pairs a task holds at once, with their records' signatures
+CHUNK_MEMBERS = 100_000  # members of buckets compared one by one (``_compare``) held at once
+
+
+class _Caches:
+    """What a task's chunks share: each part's smallest provenance hash per record (8 bytes a record),
+    shingle sets read, each part's record offsets."""
+
+    def __init__(self):
+        self.smallest: dict[int, np.ndarray] = {}
+        self.shingles: dict[int, np.ndarray] = {}
+        self.offsets: dict[int, np.ndarray] = {}
+
+
 class _Records:
     """Signatures and shingle sets of records by position, read as the task needs them."""
 
-    def __init__(self, out: str, parts: list[tuple[int, int]], positions: np.ndarray):
+    def __init__(self, out: str, parts: list[tuple[int, int]], positions: np.ndarray, caches: _Caches):
         self.out, self.parts = out, parts
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
         self.positions = np.unique(positions)
+        self.caches = caches
+        self.shingles, self.offsets = caches.shingles, caches.offsets
         self.signatures, self.kin = self._read()
-        self.shingles: dict[int, np.ndarray] = {}
-        self.offsets: dict[int, np.ndarray] = {}
         self.reads = 0  # records read (a record forgotten and read again counts again)
 
     def _part(self, position: int) -> int:
@@ -110,9 +125,13 @@ class _Records:
             stored = np.load(part_index.signature_path(self.out, number), mmap_mode="r")
             mine = self.positions[which == p] - start
             rows.append(np.asarray(stored[mine]))
-            provenance, = part_index.load(self.out, number, "provenance")
-            smallest = np.full(len(stored), np.iinfo(np.int64).max, dtype=np.int64)
-            np.minimum.at(smallest, provenance[:, 0].astype(np.int64), (provenance[:, 1] >> np.uint64(1)).astype(np.int64))
+            smallest = self.caches.smallest.get(number)
+            if smallest is None:
+                provenance, = part_index.load(self.out, number, "provenance")
+                smallest = np.full(len(stored), np.iinfo(np.int64).max, dtype=np.int64)
+                np.minimum.at(smallest, provenance[:, 0].astype(np.int64),
+                              (provenance[:, 1] >> np.uint64(1)).astype(np.int64))
+                self.caches.smallest[number] = smallest
             kin.append(np.where(smallest[mine] == np.iinfo(np.int64).max, -1 - (mine + start), smallest[mine]))
         if not rows:
             return np.zeros((0, 0), dtype=np.uint32), np.zeros(0, dtype=np.int64)
@@ -173,25 +192,56 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     piece_pairs, pieces, left_out = _refine(out, parts, large, sizes)
     pairs = np.concatenate([pairs, piece_pairs])
     groups += pieces
-    records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
-    small = [g for g in groups if len(g) <= SMALL_BUCKET]
-    pairs = _distinct(np.concatenate([pairs, *(_all_pairs(g) for g in small)]))
-    found = _compare_pairs(pairs, records, near, split_at)
-    compared = len(pairs)
-    for members in groups:
-        if len(members) > SMALL_BUCKET:
+    caches, found, compared, reads = _Caches(), [], 0, 0
+    for chunk in _pair_chunks(pairs, [g for g in groups if len(g) <= SMALL_BUCKET]):
+        records = _Records(out, parts, chunk.reshape(-1), caches)
+        found += _compare_pairs(chunk, records, near, split_at)
+        compared, reads = compared + len(chunk), reads + records.reads
+    for batch in _batches([g for g in groups if len(g) > SMALL_BUCKET]):
+        records = _Records(out, parts, np.concatenate(batch), caches)
+        for members in batch:
             found += _compare(members, records, near, split_at)
             compared += len(members) * (len(members) - 1) // 2
+        reads += records.reads
     if large and near is not None:
         found += _same_signatures(large, _cat(band_positions, np.int64), _cat(wholes, np.uint64))
     pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
     found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
     for members in groups:
         found += [(int(members[0]), int(m), SPLIT) for m in members[1:]]
-    figures = {"pairs": compared, "large": len(large), "left_out": left_out, "reads": records.reads}
+    figures = {"pairs": compared, "large": len(large), "left_out": left_out, "reads": reads}
     writers.write_json(counts, figures)
     _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
     return {"path": path, **figures}
+
+
+def _pair_chunks(pairs: np.ndarray, groups: list[np.ndarray]) -> Iterator[np.ndarray]:
+    """The candidate pairs, a bounded chunk at a time, each chunk's pairs distinct (a pair in two
+    chunks is compared twice: the edges are a set)."""
+    for start in range(0, len(pairs), CHUNK_PAIRS):
+        yield _distinct(pairs[start:start + CHUNK_PAIRS])
+    pending, count = [], 0
+    for members in groups:
+        pending.append(_all_pairs(members))
+        count += len(pending[-1])
+        if count >= CHUNK_PAIRS:
+            yield _distinct(np.concatenate(pending))
+            pending, count = [], 0
+    if pending:
+        yield _distinct(np.concatenate(pending))
+
+
+def _batches(groups: list[np.ndarray]) -> Iterator[list[np.ndarray]]:
+    """Groups in batches of about CHUNK_MEMBERS members."""
+    batch, count = [], 0
+    for members in groups:
+        batch.append(members)
+        count += len(members)
+        if count >= CHUNK_MEMBERS:
+            yield batch
+            batch, count = [], 0
+    if batch:
+        yield batch
 
 
 def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
@@ -228,9 +278,11 @@ def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
     pairs = _distinct(np.stack([positions[two], positions[two + 1]], axis=1)) if len(two) \
         else np.zeros((0, 2), dtype=np.int64)
     kept = cuts & (lengths > 2) & (lengths <= LARGE_BUCKET)
-    groups = {tuple(positions[a:a + n].tolist()) for a, n in zip(firsts[kept].tolist(), lengths[kept].tolist())}
+    # as arrays, not sets of tuples: pieces hold millions of members at a million records; two pieces
+    # with the same members (records sharing two later bands) are compared twice, the edges are a set
+    groups = [positions[a:a + n] for a, n in zip(firsts[kept].tolist(), lengths[kept].tolist())]
     left_out = int(np.count_nonzero(cuts & (lengths > LARGE_BUCKET)))
-    return pairs, [np.array(g, dtype=np.int64) for g in sorted(groups)], left_out
+    return pairs, groups, left_out
 
 
 def _band_rows(out: str, parts: list[tuple[int, int]], positions: np.ndarray) -> np.ndarray:
