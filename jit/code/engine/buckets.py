@@ -108,7 +108,6 @@ class _Records:
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
         self.positions = np.unique(positions)
         self.caches = caches
-        self.shingles, self.offsets = caches.shingles, caches.offsets
         self.signatures, self.kin = self._read()
         self.reads = 0  # records read (a record forgotten and read again counts again)
 
@@ -144,18 +143,18 @@ class _Records:
         return self.kin[np.searchsorted(self.positions, positions)]
 
     def shingle_set(self, position: int) -> np.ndarray:
-        if position not in self.shingles:
-            if len(self.shingles) >= SHINGLE_CACHE:
-                self.shingles.clear()
+        if position not in self.caches.shingles:
+            if len(self.caches.shingles) >= SHINGLE_CACHE:
+                self.caches.shingles.clear()
             number, start = self.parts[self._part(position)]
-            if number not in self.offsets:
-                self.offsets[number], = part_index.load(self.out, number, "offsets")
+            if number not in self.caches.offsets:
+                self.caches.offsets[number], = part_index.load(self.out, number, "offsets")
             with open(writers.part_path(self.out, number), "rb") as f:
-                f.seek(int(self.offsets[number][position - start]))
+                f.seek(int(self.caches.offsets[number][position - start]))
                 record = json.loads(f.readline())
-            self.shingles[position] = dedup.shingle_hashes(record.get("python_source") or "")
+            self.caches.shingles[position] = dedup.shingle_hashes(record.get("python_source") or "")
             self.reads += 1
-        return self.shingles[position]
+        return self.caches.shingles[position]
 
     def jaccard(self, a: int, b: int) -> float:
         return dedup.jaccard(self.shingle_set(a), self.shingle_set(b))

@@ -54,7 +54,8 @@ def laid_out(source: str, width: int) -> str | None:
         out.pop()
     while out and not out[0].strip():
         out.pop(0)
-    if not out or not _blank_lines(out) or any(len(line) > width or line != line.rstrip() for line in out):
+    out = _cut_blank_runs(out)
+    if not out or not _blank_lines_kept(out) or any(len(line) > width or line != line.rstrip() for line in out):
         return None
     return "\n".join(out) + "\n"
 
@@ -122,44 +123,49 @@ def _signature(header: str, width: int) -> list[str] | None:
     return [f"{m[1]}(", *(INDENT + p + "," for p in params), "):"]
 
 
-def _split(params: str) -> list[str] | None:
-    """Parameters at the top level of the brackets, stripped (a trailing comma gives a last ``""``)."""
+def split_commas(text: str) -> list[str]:
+    """``text`` cut at the commas outside any brackets, pieces as written (``"a, f(b, c)"`` ->
+    ``["a", " f(b, c)"]``); a trailing comma gives a last empty piece."""
     out, depth, start = [], 0, 0
-    for i, c in enumerate(params):
+    for i, c in enumerate(text):
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
         elif c == "," and depth == 0:
-            out.append(params[start:i].strip())
+            out.append(text[start:i])
             start = i + 1
-        elif c in "\"'#":
-            return None
-    out.append(params[start:].strip())
+    out.append(text[start:])
+    return out
+
+
+def _split(params: str) -> list[str] | None:
+    """Parameters, stripped (a trailing comma gives a last ``""``); ``None`` when a string or a
+    comment is among them."""
+    if any(c in params for c in "\"'#"):
+        return None
+    out = [p.strip() for p in split_commas(params)]
     return [] if out == [""] else out
 
 
 def _tokens_plain(tokens: list[tokenize.TokenInfo], signatures: dict[int, tuple[int, str]]) -> bool:
     """No token black would write otherwise, outside the signatures it lays out here."""
     in_sig = {r for start, (end, _) in signatures.items() for r in range(start, end + 1)}
-    depth = 0
     brackets: list[str] = []
     for n, tok in enumerate(tokens):
         row = tok.start[0]
         if tok.type == tokenize.OP:
             if tok.string in "([{":
                 brackets.append(tok.string)
-                depth += 1
                 if tok.string == "(" and n > 0 and _redundant(tokens, n):
                     return False
             elif tok.string in ")]}":
                 brackets.pop()
-                depth -= 1
             elif tok.string in ("**", ";", "**=", ":=", "\\"):
                 return False
             elif tok.string == ":" and brackets and brackets[-1] == "[":
                 return False  # a slice: black spaces complex bounds
-        elif tok.type == tokenize.NL and depth > 0 and row not in in_sig:
+        elif tok.type == tokenize.NL and brackets and row not in in_sig:
             return False  # a bracketed expression over several lines
         elif tok.type == tokenize.STRING:
             body = tok.string.lstrip("rRbBuUfF")
@@ -191,22 +197,22 @@ def _redundant(tokens: list[tokenize.TokenInfo], n: int) -> bool:
     if not (prev.string in _OPENING or prev.string == "for"):
         return False
     depth = 0
-    for tok in tokens[n:]:
+    for k in range(n, len(tokens)):
+        tok = tokens[k]
         if tok.type == tokenize.OP and tok.string in "([{":
             depth += 1
         elif tok.type == tokenize.OP and tok.string in ")]}":
             depth -= 1
             if depth == 0:
-                after = tokens[tokens.index(tok) + 1]
+                after = tokens[k + 1]
                 return after.type in (tokenize.NEWLINE, tokenize.COMMENT) or after.string == ":"
     return True
 
 
-def _blank_lines(lines: list[str]) -> bool:
-    """Blank lines where black leaves them (runs of more than two at the top level are cut to two
-    here): two before a top-level block, its comments and decorators, and after it; none opening a
-    block or after a decorator; at most one inside a block; between other top-level statements, the
-    author's zero to two (one at least after the imports)."""
+def _cut_blank_runs(lines: list[str]) -> list[str]:
+    """``lines`` with runs of blank lines at the top level cut as black cuts them: to two, to one
+    between the imports and a statement."""
+    lines = list(lines)
     i = 0
     while i < len(lines):
         if i == 0 or lines[i].strip():
@@ -222,6 +228,13 @@ def _blank_lines(lines: list[str]) -> bool:
             del lines[i + keep:j]
             j = i + keep
         i = j
+    return lines
+
+
+def _blank_lines_kept(lines: list[str]) -> bool:
+    """Blank lines where black leaves them: two before a top-level block, its comments and
+    decorators, and after it; none opening a block or after a decorator; at most one inside a block;
+    between other top-level statements, the author's zero to two (one at least after the imports)."""
     for k in range(1, len(lines)):
         line = lines[k]
         if not line.strip():

@@ -44,6 +44,7 @@ from jit.code.synthesis.categories.patterns import (
     sentence,
 )
 from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.quick_layout import split_commas
 from jit.code.synthesis.stmt import INDENT, Param
 from jit.code.synthesis.types import WType
 
@@ -233,18 +234,8 @@ def bare_comparands(line: str) -> str:
     head = re.match(r"(\s*wp\.expect_(?:eq|near)\()(.*)\)$", line)
     if not head:
         return line
-    args, depth, start = [], 0, 0
-    body = head.group(2)
-    for n, ch in enumerate(body):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append(body[start:n])
-            start = n + 1
-    args.append(body[start:])
-    args = [CAST_LITERAL.sub(r"\1", a) if CAST_LITERAL.fullmatch(a.strip()) else a for a in args]
+    args = [CAST_LITERAL.sub(r"\1", a) if CAST_LITERAL.fullmatch(a.strip()) else a
+            for a in split_commas(head.group(2))]
     return head.group(1) + ",".join(args) + ")"
 
 
