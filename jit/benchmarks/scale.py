@@ -158,7 +158,8 @@ class ScaleSource(Source):
             pair = Pair(id=cid, kernel_name=f"k{i}", category=it.kind, python_source=source,
                         cpu_forward=f"void k{i}_cpu_kernel_forward() {{\n{code}}}\n", validation={"cpu": "generated"},
                         metadata=meta)
-            out.add(i, pair.to_dict(), signature(source).hashvalues)
+            sig, hashes = fingerprint(source)
+            out.add(i, pair.to_dict(), sig.hashvalues, hashes)
         stats.records = len(out)
         out.finish(stats.to_dict())
         if progress is not None:
@@ -184,13 +185,14 @@ def norm_tokens(text: str) -> list[str]:
     return out
 
 
-def signature(text: str):
-    """``dedup.signature(text)``, with the faster tokenizer."""
+def fingerprint(text: str):
+    """``dedup.fingerprint(text)`` (signature, shingle hashes), with the faster tokenizer."""
     from datasketch import LeanMinHash
 
+    encoded = [s.encode("utf-8") for s in shingles(norm_tokens(text), dedup.SHINGLE)]
     minhash = dedup._blank().copy()
-    minhash.update_batch([s.encode("utf-8") for s in shingles(norm_tokens(text), dedup.SHINGLE)])
-    return LeanMinHash(minhash)
+    minhash.update_batch(encoded)
+    return LeanMinHash(minhash), dedup._hashes(encoded)
 
 
 def check_tokens(seed: int, count: int, items: int = 300) -> None:

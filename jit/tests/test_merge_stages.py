@@ -96,8 +96,12 @@ class TextSource(Source):
                 meta["seed_kernel"] = {"file": f"f{i % self.families}.py", "name": f"s{i % self.families}"}
             pair = Pair(id=content_id(source), kernel_name=f"k{i}", category="test", python_source=source,
                         cpu_forward=f"// item {i}\n", validation={"cpu": "generated"}, metadata=meta)
-            # odd parts come with signature files, as the generator's do; the merge computes the others'
-            out.add(i, pair.to_dict(), dedup.signature(source).hashvalues if part.number % 2 else None)
+            # parts 1, 4, ... come with signature and shingle files, as the generator's do; parts 2, 5, ...
+            # with signatures only (the merge reads their records for exact decisions); the merge
+            # computes both for the others
+            signature, shingles = dedup.fingerprint(source)
+            kind = part.number % 3
+            out.add(i, pair.to_dict(), signature.hashvalues if kind else None, shingles if kind == 1 else None)
         stats.records = len(out)
         out.finish(stats.to_dict())
         return stats
@@ -294,3 +298,52 @@ def test_a_pair_sharing_only_large_buckets_meets_in_a_piece(monkeypatch):
     sizes[int(rows[12, 5] & np.uint64(buckets.SKETCH - 1))] = 2  # ...but 12 and 15 share a small one: they meet there
     pairs, _, _ = buckets._refine("unused", [(0, 0)], large, sizes)
     assert pairs.tolist() == [[3, 8]]
+
+
+def test_a_pair_sharing_only_large_pieces_meets_in_a_piece_of_a_piece(monkeypatch):
+    from jit.code.engine import buckets
+
+    monkeypatch.setattr(buckets, "LARGE_BUCKET", 4)
+    rng = np.random.default_rng(1)
+    rows = rng.integers(1, 2**62, size=(10, 6), dtype=np.uint64)
+    rows[:, 0] = 7  # band 0: a bucket of ten, too large
+    rows[[0, 1, 2, 4, 5], 2] = 11  # its piece by band 2: five, too large
+    rows[[1, 4, 6, 7, 8], 3] = 13  # its piece by band 3: five, too large
+    monkeypatch.setattr(buckets, "_band_rows", lambda out, parts, positions: rows[positions])
+    sizes = np.full(buckets.SKETCH, 1000)
+    pairs, groups, left_out = buckets._refine("unused", [(0, 0)], [np.arange(10, dtype=np.int64)], sizes)
+    assert pairs.tolist() == [[1, 4]]  # 1 and 4 share bands 0, 2 and 3: the piece by 2 cut by 3
+    assert groups == [] and left_out == 2
+    monkeypatch.setattr(buckets, "REFINE_LEVELS", 1)  # cut once only: both pieces left out
+    pairs, _, left_out = buckets._refine("unused", [(0, 0)], [np.arange(10, dtype=np.int64)], sizes)
+    assert pairs.tolist() == [] and left_out == 2
+
+
+def test_shingle_hashes_written_beside_a_part_are_the_records_own(tmp_path):
+    from jit.code.engine import buckets, part_index
+
+    texts = unrelated(24, 5)
+    spec = engine.RunSpec(out=str(tmp_path / "ds"), source=TextSource(tuple(texts)), devices=("cpu",),
+                          validate="none", checks=(), shard_size=8)
+    keys = part_index.Keys(21, 6)
+    for number in range(3):  # a worker's shingles, signatures only, neither (see ``TextSource``)
+        part = engine.Part(number, 8 * number, 8 * number + 8)
+        spec.source.run_part(spec, part)
+        part_index.index_part(spec.out, number, keys)
+    assert os.path.exists(writers.shingles_path(spec.out, 1)) and not os.path.exists(writers.shingles_path(spec.out, 2))
+    assert part_index.shingles_path(spec.out, 2) is None  # read from the records
+    records = buckets._Records(spec.out, [(0, 0), (1, 8), (2, 16)], np.arange(24), buckets._Caches())
+    for position, text in enumerate(texts):
+        assert np.array_equal(records.shingle_set(position), dedup.shingle_hashes(text))
+    assert records.reads == 8  # only part 2's records were read and tokenised
+    stored = np.load(part_index.shingles_path(spec.out, 0))
+    assert np.array_equal(writers.shingle_row(stored, 7), dedup.shingle_hashes(texts[7]))
+
+
+def test_write_shingles_keeps_empty_rows(tmp_path):
+    rows = [np.array([3, 5], dtype=np.uint64), np.zeros(0, dtype=np.uint64), np.array([1], dtype=np.uint64)]
+    writers.write_shingles(str(tmp_path / "s.npy"), rows)
+    stored = np.load(tmp_path / "s.npy", mmap_mode="r")
+    assert [writers.shingle_row(stored, i).tolist() for i in range(3)] == [[3, 5], [], [1]]
+    writers.write_shingles(str(tmp_path / "e.npy"), [])
+    assert np.load(tmp_path / "e.npy").tolist() == [1]

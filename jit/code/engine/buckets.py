@@ -7,14 +7,15 @@ and every task reads the part indexes (``part_index``) and keeps only the keys o
 - ``duplicates``: records with the same content id; every copy after the first is a duplicate.
 - ``edges``: records sharing an LSH band value (a bucket) are compared by their MinHash estimate;
   a pair whose estimate makes it a candidate is decided on the exact Jaccard similarity of its
-  normalised 4-gram sets (read from the records themselves): at or above the near-duplicate
+  normalised 4-gram sets: at or above the near-duplicate
   threshold it is linked as near-duplicates (``dedup.checked_from`` says which estimates are
   checked), at or above the split threshold, with splits on, it is linked for splits; records
   sharing a provenance key are linked for splits too.
 
-Small buckets are compared as all their pairs, vectorised across buckets; in a large bucket, a member
-is compared with the earlier members of other local components only, so a bucket of copies costs a
-pass, not a square. Edges are pairs of positions with a kind; a task's
+Buckets are compared as all their pairs, vectorised across buckets of one size; a large bucket is cut
+into pieces first (``LARGE_BUCKET``). The exact similarity reads the shingle hashes the worker wrote
+beside its part (``writers.write_shingles``), so no record is tokenised twice; a part without them is
+read and tokenised. Edges are pairs of positions with a kind; a task's
 output is one ``.npy`` file under a name that says which parts and options it covers, so
 ``--resume`` reuses it. What it leaves out: components and what is kept (``merge``).
 """
@@ -30,14 +31,17 @@ import numpy as np
 
 from jit.code.engine import dedup, part_index, writers
 
-SMALL_BUCKET = 48  # a bucket of up to this many records is compared as all its pairs, at once with the others
-# A bucket of more records is not compared whole: such a band value is made of shingles most records
-# share (a kernel's signature line, boilerplate), and comparing it would grow with the square of the
-# count (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M pairs a band). It is cut
-# by its members' later band values (``_refine``): a near-duplicate pair shares about half of its
-# bands, and far fewer records share two boilerplate band values than one; a piece still larger is
-# left out and counted. Records whose whole signatures are equal are linked in such buckets, in one pass.
-LARGE_BUCKET = 200
+# A bucket of more than LARGE_BUCKET records is not compared whole: such a band value is made of
+# shingles many records share (a kernel's signature line, boilerplate), and comparing it would grow
+# with the square of the count (at 40,000 records of the scale benchmark, buckets of 2,000 held 8.5M
+# pairs a band). It is cut by its members' later band values (``_refine``): a near-duplicate pair
+# shares about two thirds of its bands, and far fewer records share two boilerplate band values than
+# one; a piece still larger is cut again, and after REFINE_LEVELS cuts left out and counted. So a
+# record meets at most LARGE_BUCKET - 1 others in each bucket or piece, and the pairs compared per
+# record stop growing with the count. Records whose whole signatures are equal are linked in large
+# buckets in one pass.
+LARGE_BUCKET = 32
+REFINE_LEVELS = 3  # cuts of a large bucket, each by one more shared band value
 SKETCH = 1 << 22  # counters of band values by their low bits: each at least its bucket's size
 NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
 SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten
@@ -87,15 +91,17 @@ def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], 
 
 
 CHUNK_PAIRS = 2_000_000  # candidate pairs a task holds at once, with their records' signatures
-CHUNK_MEMBERS = 100_000  # members of buckets compared one by one (``_compare``) held at once
+CHUNK_MEMBERS = 100_000  # members of large buckets cut into pieces at once (``_refine``)
 
 
 class _Caches:
     """What a task's chunks share: each part's smallest provenance hash per record (8 bytes a record),
-    shingle sets read, each part's record offsets."""
+    each part's stored shingle hashes (memory-mapped; None when it has none), shingle sets read from
+    records, each part's record offsets."""
 
     def __init__(self):
         self.smallest: dict[int, np.ndarray] = {}
+        self.stored: dict[int, np.ndarray | None] = {}
         self.shingles: dict[int, np.ndarray] = {}
         self.offsets: dict[int, np.ndarray] = {}
 
@@ -106,7 +112,7 @@ class _Records:
     def __init__(self, out: str, parts: list[tuple[int, int]], positions: np.ndarray, caches: _Caches):
         self.out, self.parts = out, parts
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
-        self.positions = np.unique(positions)
+        self.positions = _unique(positions)
         self.caches = caches
         self.signatures, self.kin = self._read()
         self.reads = 0  # records read (a record forgotten and read again counts again)
@@ -143,10 +149,16 @@ class _Records:
         return self.kin[np.searchsorted(self.positions, positions)]
 
     def shingle_set(self, position: int) -> np.ndarray:
+        number, start = self.parts[self._part(position)]
+        if number not in self.caches.stored:
+            path = part_index.shingles_path(self.out, number)
+            self.caches.stored[number] = None if path is None else np.load(path, mmap_mode="r")
+        stored = self.caches.stored[number]
+        if stored is not None:  # the hashes written when the record was made: no tokenising
+            return writers.shingle_row(stored, position - start)
         if position not in self.caches.shingles:
             if len(self.caches.shingles) >= SHINGLE_CACHE:
                 self.caches.shingles.clear()
-            number, start = self.parts[self._part(position)]
             if number not in self.caches.offsets:
                 self.caches.offsets[number], = part_index.load(self.out, number, "offsets")
             with open(writers.part_path(self.out, number), "rb") as f:
@@ -169,7 +181,7 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     if os.path.exists(path) and os.path.exists(counts):
         with open(counts, encoding="utf-8") as f:
             return {"path": path, **json.load(f)}
-    gone = np.unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
+    gone = _unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
     band_keys, band_positions, key_hashes, key_positions, wholes = [], [], [], [], []
     sizes = np.zeros(SKETCH, dtype=np.int64)  # bucket sizes of every shard, from above (``_refine``)
     for number, start in parts:
@@ -188,20 +200,17 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
     large = [g for g in groups if len(g) > LARGE_BUCKET]
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
-    piece_pairs, pieces, left_out = _refine(out, parts, large, sizes)
-    pairs = np.concatenate([pairs, piece_pairs])
-    groups += pieces
+    left_out = 0
+    for batch in _batches(large):  # pieces of a bounded number of large buckets' members at a time
+        piece_pairs, pieces, over = _refine(out, parts, batch, sizes)
+        pairs = np.concatenate([pairs, piece_pairs])
+        groups += pieces
+        left_out += over
     caches, found, compared, reads = _Caches(), [], 0, 0
-    for chunk in _pair_chunks(pairs, [g for g in groups if len(g) <= SMALL_BUCKET]):
+    for chunk in _pair_chunks(pairs, groups):
         records = _Records(out, parts, chunk.reshape(-1), caches)
         found += _compare_pairs(chunk, records, near, split_at)
         compared, reads = compared + len(chunk), reads + records.reads
-    for batch in _batches([g for g in groups if len(g) > SMALL_BUCKET]):
-        records = _Records(out, parts, np.concatenate(batch), caches)
-        for members in batch:
-            found += _compare(members, records, near, split_at)
-            compared += len(members) * (len(members) - 1) // 2
-        reads += records.reads
     if large and near is not None:
         found += _same_signatures(large, _cat(band_positions, np.int64), _cat(wholes, np.uint64))
     pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
@@ -220,14 +229,25 @@ def _pair_chunks(pairs: np.ndarray, groups: list[np.ndarray]) -> Iterator[np.nda
     for start in range(0, len(pairs), CHUNK_PAIRS):
         yield _distinct(pairs[start:start + CHUNK_PAIRS])
     pending, count = [], 0
-    for members in groups:
-        pending.append(_all_pairs(members))
-        count += len(pending[-1])
-        if count >= CHUNK_PAIRS:
-            yield _distinct(np.concatenate(pending))
-            pending, count = [], 0
+    for size, same in _by_size(groups):  # all pairs of every group of one size at once
+        first, second = np.triu_indices(size, 1)
+        for start in range(0, len(same), max(1, CHUNK_PAIRS // len(first))):
+            block = np.stack(same[start:start + max(1, CHUNK_PAIRS // len(first))])
+            pending.append(np.stack([block[:, first].reshape(-1), block[:, second].reshape(-1)], axis=1))
+            count += len(pending[-1])
+            if count >= CHUNK_PAIRS:
+                yield _distinct(np.concatenate(pending))
+                pending, count = [], 0
     if pending:
         yield _distinct(np.concatenate(pending))
+
+
+def _by_size(groups: list[np.ndarray]) -> list[tuple[int, list[np.ndarray]]]:
+    """The groups by their size, smallest first (each size's groups in the order given)."""
+    sizes: dict[int, list[np.ndarray]] = {}
+    for members in groups:
+        sizes.setdefault(len(members), []).append(members)
+    return sorted(sizes.items())
 
 
 def _batches(groups: list[np.ndarray]) -> Iterator[list[np.ndarray]]:
@@ -250,16 +270,38 @@ def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
     may be large too (``sizes``, a count of every band value by its low bits, says so from above: a
     pair sharing a band value whose bucket is small meets there). A pair of near-duplicates that
     shares only large buckets shares about half of its bands, so it meets in the piece of its first
-    shared band cut by another. Returns the pieces as ``_runs`` does (pairs, groups of at most
-    LARGE_BUCKET) and how many pieces are still larger (left out)."""
+    shared band cut by another. A piece still larger than LARGE_BUCKET is cut again by the bands after
+    the ones its members share, up to REFINE_LEVELS cuts, so no bucket or piece compared holds more
+    than LARGE_BUCKET records and the pairs compared a record stay bounded whatever the count.
+    Returns the pieces as ``_runs`` does (pairs, groups of at most LARGE_BUCKET) and how many pieces
+    were too large to compare whole (left out; those of the last level are not cut again)."""
     if not large:
         return np.zeros((0, 2), dtype=np.int64), [], 0
+    where = _unique(np.concatenate(large))
+    table = _band_rows(out, parts, where)
+    all_pairs, all_groups, left_out = [], [], 0
+    for _ in range(REFINE_LEVELS):
+        pairs, groups, large = _cut(large, where, table, sizes)
+        all_pairs.append(pairs)
+        all_groups += groups
+        left_out += len(large)
+        if not large:
+            break
+    return _distinct(np.concatenate(all_pairs)), all_groups, left_out
+
+
+def _cut(large: list[np.ndarray], where: np.ndarray, table: np.ndarray,
+         sizes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """One level of ``_refine``: (pairs, pieces to compare, pieces still too large)."""
+    empty = np.zeros((0, 2), dtype=np.int64)
     counts = np.array([len(g) for g in large], dtype=np.int64)
     members = np.concatenate(large)
-    rows = _band_rows(out, parts, members)
+    rows = table[np.searchsorted(where, members)]
     width = rows.shape[1]
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    own = np.array([int(np.argmax(np.all(rows[a:a + n] == rows[a], axis=0))) for a, n in zip(starts, counts)])
+    # the last band every member of a bucket (or piece) shares: it is cut by the bands after it
+    own = np.array([width - 1 - int(np.argmax(np.all(rows[a:a + n] == rows[a], axis=0)[::-1]))
+                    for a, n in zip(starts.tolist(), counts.tolist())], dtype=np.int64)
     bucket = np.repeat(np.arange(len(large), dtype=np.int64), counts)
     later = np.arange(width)[None, :] > own[bucket][:, None]
     wanted = later & (sizes[(rows & np.uint64(SKETCH - 1)).astype(np.int64)] > LARGE_BUCKET)
@@ -269,19 +311,19 @@ def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
     order = np.lexsort((positions, keys))
     keys, positions, owner = keys[order], positions[order], owner[order]
     if not len(keys):
-        return np.zeros((0, 2), dtype=np.int64), [], 0
+        return empty, [], []
     firsts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     lengths = np.diff(np.concatenate((firsts, [len(keys)])))
     cuts = (lengths >= 2) & (lengths < counts[owner[firsts]])  # a piece that is its whole bucket cuts nothing
     two = firsts[cuts & (lengths == 2)]
-    pairs = _distinct(np.stack([positions[two], positions[two + 1]], axis=1)) if len(two) \
-        else np.zeros((0, 2), dtype=np.int64)
-    kept = cuts & (lengths > 2) & (lengths <= LARGE_BUCKET)
+    pairs = np.stack([positions[two], positions[two + 1]], axis=1) if len(two) else empty
     # as arrays, not sets of tuples: pieces hold millions of members at a million records; two pieces
     # with the same members (records sharing two later bands) are compared twice, the edges are a set
+    kept = cuts & (lengths > 2) & (lengths <= LARGE_BUCKET)
     groups = [positions[a:a + n] for a, n in zip(firsts[kept].tolist(), lengths[kept].tolist())]
-    left_out = int(np.count_nonzero(cuts & (lengths > LARGE_BUCKET)))
-    return pairs, groups, left_out
+    over = cuts & (lengths > LARGE_BUCKET)
+    larger = [positions[a:a + n] for a, n in zip(firsts[over].tolist(), lengths[over].tolist())]
+    return pairs, groups, larger
 
 
 def _band_rows(out: str, parts: list[tuple[int, int]], positions: np.ndarray) -> np.ndarray:
@@ -332,13 +374,15 @@ def _runs(keys: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, list[np.
 def _distinct(pairs: np.ndarray) -> np.ndarray:
     """The distinct rows of an (m, 2) array of positions, sorted (one 64-bit key a pair: positions
     below 2**31)."""
-    keys = np.unique((pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1].astype(np.int64))
+    keys = _unique((pairs[:, 0].astype(np.int64) << 32) | pairs[:, 1].astype(np.int64))
     return np.stack([keys >> 32, keys & 0xFFFFFFFF], axis=1)
 
 
-def _all_pairs(members: np.ndarray) -> np.ndarray:
-    first, second = np.triu_indices(len(members), 1)
-    return np.stack([members[first], members[second]], axis=1)
+def _unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by a sort: numpy 2.4's hashing ``unique`` takes ~60x longer on millions of
+    distinct integers."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
 
 
 def _compare_pairs(pairs: np.ndarray, records: _Records, near: Near | None,
@@ -369,39 +413,3 @@ def _compare_chunk(pairs: np.ndarray, records: _Records, near: Near | None,
         elif is_split and similarity >= split_at:
             found.append((a, b, SPLIT))
     return found
-
-
-def _compare(members: np.ndarray, records: _Records, near: Near | None,
-             split_at: float | None) -> list[tuple[int, int, int]]:
-    """Edges within one large bucket: each member against the earlier members of other local
-    components only, so a bucket of many copies costs a pass, not a square of exact comparisons."""
-    sigs = records.rows(members)
-    near_label = np.arange(len(members))
-    _, split_label = np.unique(records.kin_of(members), return_inverse=True)  # one kin, one split group already
-    split_label = split_label.reshape(-1)
-    found = []
-    for i in range(1, len(members)):
-        estimate = (sigs[:i] == sigs[i]).mean(axis=1)
-        if near is not None:
-            maybe = np.flatnonzero((estimate >= near.checked_from) & (near_label[:i] != near_label[i]))
-            for j in maybe[np.argsort(-estimate[maybe], kind="stable")].tolist():
-                if near_label[j] == near_label[i]:
-                    continue
-                if estimate[j] >= 1.0 or records.jaccard(int(members[j]), int(members[i])) >= near.threshold:
-                    found.append((int(members[j]), int(members[i]), NEAR))
-                    _join(near_label, np.array([near_label[j], near_label[i]]))
-                    _join(split_label, np.array([split_label[j], split_label[i]]))
-        if split_at is not None:
-            maybe = np.flatnonzero((estimate >= split_at - ESTIMATE_MARGIN) & (split_label[:i] != split_label[i]))
-            for j in maybe[np.argsort(-estimate[maybe], kind="stable")].tolist():
-                if split_label[j] == split_label[i]:
-                    continue
-                if records.jaccard(int(members[j]), int(members[i])) >= split_at:
-                    found.append((int(members[j]), int(members[i]), SPLIT))
-                    _join(split_label, np.array([split_label[j], split_label[i]]))
-    return found
-
-
-def _join(label: np.ndarray, labels: np.ndarray) -> None:
-    """Give every member with one of ``labels`` the smallest of them."""
-    label[np.isin(label, labels)] = labels.min()

@@ -8,7 +8,9 @@ of its provenance keys (seed kernel, source file; ``splits.provenance_keys``), a
 whole signature (records with equal signatures are near whatever bucket they share). Written to
 ``DIR/.jit-synth/merge/index-NNNNN.npz`` under a temporary name, so a file there is a finished
 task and ``--resume`` skips it. Signatures computed here go beside it (``sig-NNNNN.npy``), for the
-bucket stage to read.
+bucket stage to read, with the records' shingle hashes (``sh-NNNNN.npy``), which the bucket stage
+reads for exact decisions instead of tokenising records again (a worker that wrote signatures
+wrote these too, beside its part).
 
 What it leaves out: comparing records with each other (``buckets``) and deciding (``merge``).
 """
@@ -54,6 +56,15 @@ def signature_path(out: str, part: int) -> str:
     return worker if os.path.exists(worker) else os.path.join(merge_dir(out), f"sig-{part:05d}.npy")
 
 
+def shingles_path(out: str, part: int) -> str | None:
+    """Where a part's shingle hashes are (``writers.write_shingles``): the worker's file, else the
+    merge's own, else None (the records are read and tokenised)."""
+    for path in (writers.shingles_path(out, part), os.path.join(merge_dir(out), f"sh-{part:05d}.npy")):
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
@@ -80,7 +91,7 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
         with np.load(path) as done:
             return {"part": part, "records": int(len(done["ids"])), "excluded": int(done["excluded"].sum())}
     stored = writers.read_signatures(out, part) if keys.bands else None
-    ids, offsets, excluded, computed, provenance = [], [], [], [], []
+    ids, offsets, excluded, computed, hashes, provenance = [], [], [], [], [], []
     offset = 0
     with open(writers.part_path(out, part), "rb") as f:
         for row, line in enumerate(f):
@@ -91,7 +102,9 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
             offset += len(line)
             excluded.append(exclusions is not None and exclusions.matches(source))
             if keys.bands and stored is None:
-                computed.append(dedup.signature(source).hashvalues)
+                signature, shingles = dedup.fingerprint(source)
+                computed.append(signature.hashvalues)
+                hashes.append(shingles)
             if keys.provenance:
                 provenance += [(row, hash64(repr(key))) for key in provenance_keys(record.get("metadata"))]
     n = len(ids)
@@ -99,6 +112,7 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
     if keys.bands and stored is None:
         stored = np.stack(computed) if computed else np.zeros((0, dedup.NUM_PERM), dtype=np.uint32)
         writers.write_signatures(os.path.join(merge_dir(out), f"sig-{part:05d}.npy"), stored)
+        writers.write_shingles(os.path.join(merge_dir(out), f"sh-{part:05d}.npy"), hashes)
     arrays = {
         "ids": np.array(ids, dtype="S"),
         "id_hashes": np.array([hash64(i) for i in ids], dtype=np.uint64),

@@ -67,14 +67,19 @@ def signatures_path(out: str, part: int) -> str:
     return os.path.join(parts_dir(out), f"part-{part:05d}.minhash.npy")
 
 
+def shingles_path(out: str, part: int) -> str:
+    return os.path.join(parts_dir(out), f"part-{part:05d}.shingles.npy")
+
+
 class PartWriter:
     """A part's records, kept on disk as they finish and written in slot order at the end.
 
     Records arrive out of slot order (retried slots finish later); holding them in memory
     would grow with the part, so each goes to a scratch file at once and ``finish`` copies
     them in order into the part file, then writes the completion marker (the marker is what
-    resume trusts). Records' MinHash signatures, when given, are small and kept in memory; they
-    are written beside the part in the same order so the merge need not compute them again.
+    resume trusts). Records' MinHash signatures and shingle hashes, when given, are small and kept
+    in memory; they are written beside the part in the same order so the merge need not tokenise
+    the records again (``write_shingles``).
     """
 
     def __init__(self, out: str, part: int):
@@ -84,13 +89,17 @@ class PartWriter:
         self.scratch = open(self.scratch_path, "w+b")
         self.where: dict[int, tuple[int, int]] = {}  # slot index -> (offset, length)
         self.signatures: dict[int, np.ndarray] = {}  # slot index -> MinHash hash values
+        self.shingles: dict[int, np.ndarray] = {}  # slot index -> sorted shingle hashes
 
     def __len__(self) -> int:
         return len(self.where)
 
-    def add(self, index: int, record: dict, signature: np.ndarray | None = None) -> None:
+    def add(self, index: int, record: dict, signature: np.ndarray | None = None,
+            shingles: np.ndarray | None = None) -> None:
         if signature is not None:
             self.signatures[index] = signature
+        if shingles is not None:
+            self.shingles[index] = shingles
         data = (dumps(record) + "\n").encode("utf-8")
         self.scratch.seek(0, os.SEEK_END)
         self.where[index] = (self.scratch.tell(), len(data))
@@ -111,6 +120,8 @@ class PartWriter:
         os.remove(self.scratch_path)
         if self.signatures:
             write_signatures(signatures_path(self.out, self.part), [self.signatures[i] for i in sorted(self.where)])
+        if self.shingles and len(self.shingles) == len(self.where):
+            write_shingles(shingles_path(self.out, self.part), [self.shingles[i] for i in sorted(self.where)])
         write_json(done_path(self.out, self.part), stats)
 
 
@@ -119,6 +130,19 @@ def write_signatures(path: str, rows: list[np.ndarray] | np.ndarray) -> None:
     with open(tmp, "wb") as f:  # a file object: np.save would add ".npy" to a name
         np.save(f, np.stack(rows) if isinstance(rows, list) else rows)
     os.replace(tmp, path)
+
+
+def write_shingles(path: str, rows: list[np.ndarray]) -> None:
+    """Records' shingle hashes as one uint64 array: its first len(rows) + 1 values are where each
+    record's hashes start (the last is the array's length), then the hashes (``shingle_row``)."""
+    lengths = np.array([len(r) for r in rows], dtype=np.uint64)
+    starts = len(rows) + 1 + np.concatenate(([0], np.cumsum(lengths))).astype(np.uint64)
+    write_signatures(path, np.concatenate([starts, *rows]).astype(np.uint64))
+
+
+def shingle_row(stored: np.ndarray, row: int) -> np.ndarray:
+    """One record's shingle hashes from a ``write_shingles`` array (memory-mapped or not)."""
+    return np.array(stored[int(stored[row]):int(stored[row + 1])])
 
 
 def read_signatures(out: str, part: int) -> np.ndarray | None:

@@ -79,6 +79,7 @@ class Slot:
     spec: object = None
     cid: str = ""
     sig: object = None  # MinHash signature of the source (near-duplicate control on)
+    shingles: object = None  # its sorted shingle hashes (the merge's exact decisions read them)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,7 +295,7 @@ class _PartState:
         for name, rec in records.items():
             self.seen.add(rec.id)
             slot = by_name[name]
-            self.done.add(slot.index, rec.to_dict(), None if slot.sig is None else slot.sig.hashvalues)
+            self.done.add(slot.index, rec.to_dict(), None if slot.sig is None else slot.sig.hashvalues, slot.shingles)
         again = []
         for slot in retry:
             slot.attempt += 1
@@ -311,10 +312,10 @@ class _PartState:
         held as kept (like ``batch_ids``) until its build and validation say otherwise."""
         if self.near is None:
             return False
-        slot.sig, hashes = dedup.fingerprint(slot.spec.source)
-        if self.near.find(slot.sig, hashes) is not None:
+        slot.sig, slot.shingles = dedup.fingerprint(slot.spec.source)
+        if self.near.find(slot.sig, slot.shingles) is not None:
             return True
-        self.near.add(slot.cid, slot.sig, hashes)
+        self.near.add(slot.cid, slot.sig, slot.shingles)
         return False
 
 
