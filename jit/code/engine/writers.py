@@ -9,6 +9,7 @@ leaves a torn file under a final name. Layout of a finished dataset::
     DIR/.jit-synth/run.json                the run's parameters (for --resume)
     DIR/.jit-synth/parts/part-00003.jsonl  a finished work part (+ part-00003.done.json)
     DIR/.jit-synth/parts/part-00003.minhash.npy  its records' MinHash signatures, row by row
+    DIR/.jit-synth/parts/part-00003.shingles.npy its records' shingle hashes (``write_shingles``)
 
 What it leaves out: deciding what goes into a part (``batch_generator``).
 """
