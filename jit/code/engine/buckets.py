@@ -1,8 +1,10 @@
 """The merge's second stage: tasks over shards of keys, each turning shared keys into edges.
 
 Records are numbered in part order (a record's *position*: its part's first position plus its row),
-and every task reads the part indexes (``part_index``) and keeps only the keys of its shard
-(key hash modulo the shard count), so no task holds more than its shard's keys:
+and every task reads, of each part's index (``part_index``), the keys of its shard only: content ids
+by hash modulo the shard count; band values and provenance keys by a range of their values, one
+slice of each part's sorted keys (``part_index.keys_in``), so a task's reading grows with its shard,
+not with the run. No task holds more than its shard's keys:
 
 - ``duplicates``: records with the same content id; every copy after the first is a duplicate.
 - ``edges``: records sharing an LSH band value (a bucket) are compared by their MinHash estimate;
@@ -95,12 +97,10 @@ CHUNK_MEMBERS = 100_000  # members of large buckets cut into pieces at once (``_
 
 
 class _Caches:
-    """What a task's chunks share: each part's smallest provenance hash per record (8 bytes a record),
-    each part's stored shingle hashes (memory-mapped; None when it has none), shingle sets read from
-    records, each part's record offsets."""
+    """What a task's chunks share: each part's stored shingle hashes (memory-mapped; None when it
+    has none), shingle sets read from records, each part's record offsets."""
 
     def __init__(self):
-        self.smallest: dict[int, np.ndarray] = {}
         self.stored: dict[int, np.ndarray | None] = {}
         self.shingles: dict[int, np.ndarray] = {}
         self.offsets: dict[int, np.ndarray] = {}
@@ -125,19 +125,13 @@ class _Records:
         keys (records of one kin share a split group whatever their text), else minus its position."""
         rows, kin = [], []
         which = np.searchsorted(self.starts, self.positions, side="right") - 1
-        for p in np.unique(which):
+        for p in _unique(which):
             number, start = self.parts[p]
             stored = np.load(part_index.signature_path(self.out, number), mmap_mode="r")
             mine = self.positions[which == p] - start
             rows.append(np.asarray(stored[mine]))
-            smallest = self.caches.smallest.get(number)
-            if smallest is None:
-                provenance, = part_index.load(self.out, number, "provenance")
-                smallest = np.full(len(stored), np.iinfo(np.int64).max, dtype=np.int64)
-                np.minimum.at(smallest, provenance[:, 0].astype(np.int64),
-                              (provenance[:, 1] >> np.uint64(1)).astype(np.int64))
-                self.caches.smallest[number] = smallest
-            kin.append(np.where(smallest[mine] == np.iinfo(np.int64).max, -1 - (mine + start), smallest[mine]))
+            smallest = np.asarray(part_index.kin(self.out, number)[mine])
+            kin.append(np.where(smallest == np.iinfo(np.int64).max, -1 - (mine + start), smallest))
         if not rows:
             return np.zeros((0, 0), dtype=np.uint32), np.zeros(0, dtype=np.int64)
         return np.concatenate(rows), np.concatenate(kin)
@@ -173,7 +167,7 @@ class _Records:
 
 
 def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], removed: list[str], tag: str,
-          near: Near | None, split_at: float | None) -> dict:
+          near: Near | None, split_at: float | None, sketch: str | None = None) -> dict:
     """Near-duplicate and split edges from this shard's buckets and provenance keys:
     ``{"path", "pairs", "left_out"}`` (pairs compared, buckets left out for their size)."""
     path = os.path.join(part_index.merge_dir(out), f"edges-{tag}-{shard:04d}.npy")
@@ -183,20 +177,22 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
             return {"path": path, **json.load(f)}
     gone = _unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
     band_keys, band_positions, key_hashes, key_positions, wholes = [], [], [], [], []
-    sizes = np.zeros(SKETCH, dtype=np.int64)  # bucket sizes of every shard, from above (``_refine``)
-    for number, start in parts:
-        bands, excluded, provenance, whole = part_index.load(out, number, "bands", "excluded", "provenance", "whole")
-        alive = ~excluded
-        alive[gone[(gone >= start) & (gone < start + len(alive))] - start] = False
-        sizes += np.bincount((bands[alive] & np.uint64(SKETCH - 1)).reshape(-1).astype(np.int64), minlength=SKETCH)
-        rows, cols = np.nonzero((_shard_of(bands, shards) == shard) & alive[:, None])
-        band_keys.append(bands[rows, cols])
-        band_positions.append(rows.astype(np.int64) + start)
-        wholes.append(whole[rows])
-        if len(provenance):
-            mine = (_shard_of(provenance[:, 1], shards) == shard) & alive[provenance[:, 0].astype(np.int64)]
-            key_hashes.append(provenance[mine, 1])
-            key_positions.append(provenance[mine, 0].astype(np.int64) + start)
+    sizes = np.load(sketch) if sketch else np.zeros(SKETCH, dtype=np.int32)  # every bucket's size, from above
+    low, high = part_index.key_range(shard, shards)
+    ends = [start for _, start in parts[1:]] + [np.iinfo(np.int64).max]
+    for (number, start), end in zip(parts, ends):
+        removed_here = gone[np.searchsorted(gone, start):np.searchsorted(gone, end)]
+        keys, rows, whole = part_index.keys_in(out, number, "bandkeys", low, high, 3)
+        positions = rows.astype(np.int64) + start
+        alive = ~np.isin(positions, removed_here)
+        band_keys.append(keys[alive])
+        band_positions.append(positions[alive])
+        wholes.append(whole[alive])
+        keys, rows = part_index.keys_in(out, number, "provkeys", low, high, 2)
+        positions = rows.astype(np.int64) + start
+        alive = ~np.isin(positions, removed_here)
+        key_hashes.append(keys[alive])
+        key_positions.append(positions[alive])
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
     large = [g for g in groups if len(g) > LARGE_BUCKET]
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
@@ -221,6 +217,26 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     writers.write_json(counts, figures)
     _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
     return {"path": path, **figures}
+
+
+def sketch(out: str, parts: list[tuple[int, int]], path: str) -> str:
+    """Write every band value's count by its low bits (``SKETCH`` counters, int32), over the records
+    excluded from nothing (copies counted too: each counter stays at least its buckets' sizes), and
+    return ``path``: what the edges tasks read to tell a band value whose bucket may be large."""
+    if os.path.exists(path):
+        return path
+    sizes, pending, count = np.zeros(SKETCH, dtype=np.int64), [], 0
+    for number, _ in parts:
+        stored = np.load(part_index.keys_path(out, number), mmap_mode="r")
+        pending.append(np.asarray(stored[: len(stored) // 3]) & np.uint64(SKETCH - 1))
+        count += len(pending[-1])
+        if count >= SKETCH:
+            sizes += np.bincount(np.concatenate(pending).astype(np.int64), minlength=SKETCH)
+            pending, count = [], 0
+    if pending:
+        sizes += np.bincount(np.concatenate(pending).astype(np.int64), minlength=SKETCH)
+    _save(path, np.minimum(sizes, np.iinfo(np.int32).max).astype(np.int32))
+    return path
 
 
 def _pair_chunks(pairs: np.ndarray, groups: list[np.ndarray]) -> Iterator[np.ndarray]:
@@ -331,9 +347,9 @@ def _band_rows(out: str, parts: list[tuple[int, int]], positions: np.ndarray) ->
     starts = np.array([start for _, start in parts], dtype=np.int64)
     which = np.searchsorted(starts, positions, side="right") - 1
     rows = None
-    for p in np.unique(which):
+    for p in _unique(which):
         number, start = parts[p]
-        bands, = part_index.load(out, number, "bands")
+        bands = part_index.band_rows(out, number)
         if rows is None:
             rows = np.zeros((len(positions), bands.shape[1]), dtype=np.uint64)
         mine = np.flatnonzero(which == p)

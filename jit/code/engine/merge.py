@@ -150,8 +150,11 @@ class Merge:
                               [(self.out, s, id_shards, starts, tag) for s in range(id_shards)])
         found = []
         if self.keys.bands or self.keys.provenance:
+            t0 = time.perf_counter()
+            sketch = buckets.sketch(self.out, starts, os.path.join(part_index.merge_dir(self.out), f"sketch-{tag}-0000.npy"))
+            self.seconds["sketch"] += time.perf_counter() - t0
             found = self._stage("edges", buckets.edges, [(self.out, s, shards, starts, removed, tag, self.near,
-                                                          self.split_at) for s in range(shards)])
+                                                          self.split_at, sketch) for s in range(shards)])
             self.compared = {"pairs": sum(f["pairs"] for f in found), "large_buckets": sum(f.get("large", 0) for f in found),
                              "large_buckets_left_out": sum(f["left_out"] for f in found),
                              "records_read": sum(f.get("reads", 0) for f in found), "shards": shards}

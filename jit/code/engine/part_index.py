@@ -5,9 +5,11 @@ byte offset of its line in the part file, whether it is near a source of the exc
 (``exclude``, decided exactly, record by record), the hashes of its LSH bands (from its MinHash
 signature: the part's signature file when the worker wrote one, else computed here) and the hashes
 of its provenance keys (seed kernel, source file; ``splits.provenance_keys``), and a hash of its
-whole signature (records with equal signatures are near whatever bucket they share). Written to
-``DIR/.jit-synth/merge/index-NNNNN.npz`` under a temporary name, so a file there is a finished
-task and ``--resume`` skips it. Signatures computed here go beside it (``sig-NNNNN.npy``), for the
+whole signature (records with equal signatures are near whatever bucket they share). Band values and
+provenance keys are also written sorted, with their rows, so a bucket task maps the file and reads
+only its range (``keys_in``). Written to ``DIR/.jit-synth/merge/index-NNNNN.npz`` (and
+``bandkeys-``, ``provkeys-``, ``bands-``, ``kin-NNNNN.npy`` before it) under temporary names, so an
+index file there is a finished task and ``--resume`` skips it. Signatures computed here go beside it (``sig-NNNNN.npy``), for the
 bucket stage to read, with the records' shingle hashes (``sh-NNNNN.npy``), which the bucket stage
 reads for exact decisions instead of tokenising records again (a worker that wrote signatures
 wrote these too, beside its part).
@@ -118,10 +120,10 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
         "id_hashes": np.array([hash64(i) for i in ids], dtype=np.uint64),
         "offsets": np.array(offsets, dtype=np.int64),
         "excluded": np.array(excluded, dtype=bool),
-        "bands": band_hashes(stored, keys) if keys.bands else np.zeros((n, 0), dtype=np.uint64),
-        "whole": band_hashes(stored, Keys(1, dedup.NUM_PERM))[:, 0] if keys.bands else np.zeros(n, dtype=np.uint64),
-        "provenance": np.array(provenance, dtype=np.uint64).reshape(-1, 2),
     }
+    bands = band_hashes(stored, keys) if keys.bands else np.zeros((n, 0), dtype=np.uint64)
+    whole = band_hashes(stored, Keys(1, dedup.NUM_PERM))[:, 0] if keys.bands else np.zeros(n, dtype=np.uint64)
+    _write_keys(out, part, bands, whole, np.array(provenance, dtype=np.uint64).reshape(-1, 2), arrays["excluded"])
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -129,6 +131,71 @@ def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
         f.write(buffer.getvalue())
     os.replace(tmp, path)
     return {"part": part, "records": n, "excluded": int(arrays["excluded"].sum())}
+
+
+def _write_keys(out: str, part: int, bands: np.ndarray, whole: np.ndarray, provenance: np.ndarray,
+                excluded: np.ndarray) -> None:
+    """The part's keys for the bucket stage, as files a task maps and reads only its range of
+    (``keys_in``): band values sorted, with each one's row and its record's whole-signature hash;
+    provenance hashes sorted, with their rows (records excluded are left out of both); every
+    record's band values (``band_rows``) and kin (``kin``)."""
+    alive = ~excluded
+    rows, cols = np.nonzero(alive[:, None] & np.ones(bands.shape, dtype=bool))
+    values = bands[rows, cols]
+    order = np.argsort(values, kind="stable")
+    rows = rows[order].astype(np.uint64)
+    writers.write_signatures(_path(out, "bandkeys", part), np.concatenate([values[order], rows, whole[rows.astype(np.int64)]]))
+    mine = provenance[alive[provenance[:, 0].astype(np.int64)]] if len(provenance) else provenance
+    order = np.argsort(mine[:, 1], kind="stable")
+    writers.write_signatures(_path(out, "provkeys", part), np.concatenate([mine[order, 1], mine[order, 0]]))
+    writers.write_signatures(_path(out, "bands", part), bands)
+    smallest = np.full(len(excluded), np.iinfo(np.int64).max, dtype=np.int64)
+    if len(provenance):
+        np.minimum.at(smallest, provenance[:, 0].astype(np.int64), (provenance[:, 1] >> np.uint64(1)).astype(np.int64))
+    writers.write_signatures(_path(out, "kin", part), smallest)
+
+
+def _path(out: str, name: str, part: int) -> str:
+    return os.path.join(merge_dir(out), f"{name}-{part:05d}.npy")
+
+
+def keys_path(out: str, part: int) -> str:
+    """The part's sorted band values, rows and whole-signature hashes (``keys_in``)."""
+    return _path(out, "bandkeys", part)
+
+
+KEY_BITS = 24  # key ranges are cut on the top bits of a key (band and provenance hashes are uniform)
+
+
+def key_range(shard: int, shards: int) -> tuple[int, int | None]:
+    """[low, high) of the keys of ``shard`` of ``shards`` (``high`` None: to the end); contiguous, so a
+    task reads one slice of each part's sorted keys."""
+    def bound(s: int) -> int:
+        return -(-s * (1 << KEY_BITS) // shards) << (64 - KEY_BITS)
+
+    return bound(shard), (bound(shard + 1) if shard + 1 < shards else None)
+
+
+def keys_in(out: str, part: int, name: str, low: int, high: int | None, columns: int) -> list[np.ndarray]:
+    """The sorted keys of a part (``bandkeys``: key, row, whole hash; ``provkeys``: key, row) in
+    [low, high), column by column, reading only that slice."""
+    stored = np.load(_path(out, name, part), mmap_mode="r")
+    k = len(stored) // columns
+    keys = stored[:k]
+    a = int(np.searchsorted(keys, np.uint64(low)))
+    b = k if high is None else int(np.searchsorted(keys, np.uint64(high)))
+    return [np.array(stored[c * k + a:c * k + b]) for c in range(columns)]
+
+
+def band_rows(out: str, part: int) -> np.ndarray:
+    """(records, bands) band values of a part, memory-mapped."""
+    return np.load(_path(out, "bands", part), mmap_mode="r")
+
+
+def kin(out: str, part: int) -> np.ndarray:
+    """Per record of a part, the smallest hash of its provenance keys shifted right by one, or the
+    int64 maximum when it has none; memory-mapped."""
+    return np.load(_path(out, "kin", part), mmap_mode="r")
 
 
 def load(out: str, part: int, *names: str) -> list[np.ndarray]:
