@@ -286,8 +286,9 @@ def test_a_pair_sharing_only_large_buckets_meets_in_a_piece(monkeypatch):
     rows = rng.integers(1, 2**62, size=(20, 6), dtype=np.uint64)
     rows[:10, 0] = 7  # band 0: one bucket of ten (positions 0-9), too large to compare
     rows[10:, 1] = 9  # band 1: another of ten (positions 10-19)
-    rows[3, 2:5] = rows[8, 2:5]  # 3 and 8 share bands 2-4 as well, 12 and 15 band 5
-    rows[12, 5] = rows[15, 5]
+    rows[3, 2:5] = rows[8, 2:5]  # 3 and 8 share bands 2-4 as well, 12 and 15 band 4
+    rows[12, 4] = rows[15, 4]
+    rows[[16, 17], 5] = 5  # band 5 is more than REFINE_SPAN bands after band 1: it cuts nothing
     rows[[0, 1, 2, 4, 5], 3] = 11  # a piece of five members of the first bucket: still too large
     monkeypatch.setattr(buckets, "_band_rows", lambda out, parts, positions: rows[positions])
     large = [np.arange(10, dtype=np.int64), np.arange(10, 20, dtype=np.int64)]
@@ -295,7 +296,7 @@ def test_a_pair_sharing_only_large_buckets_meets_in_a_piece(monkeypatch):
     pairs, groups, left_out = buckets._refine("unused", [(0, 0)], large, sizes)
     assert pairs.tolist() == [[3, 8], [12, 15]]
     assert groups == [] and left_out == 1
-    sizes[int(rows[12, 5] & np.uint64(buckets.SKETCH - 1))] = 2  # ...but 12 and 15 share a small one: they meet there
+    sizes[int(rows[12, 4] & np.uint64(buckets.SKETCH - 1))] = 2  # ...but 12 and 15 share a small one: they meet there
     pairs, _, _ = buckets._refine("unused", [(0, 0)], large, sizes)
     assert pairs.tolist() == [[3, 8]]
 

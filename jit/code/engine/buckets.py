@@ -44,6 +44,7 @@ from jit.code.engine import dedup, part_index, writers
 # buckets in one pass.
 LARGE_BUCKET = 32
 REFINE_LEVELS = 3  # cuts of a large bucket, each by one more shared band value
+REFINE_SPAN = 3  # a large bucket (or piece) is cut by the values of the next bands only: a record is in a bounded number of pieces
 SKETCH = 1 << 22  # counters of band values by their low bits: each at least its bucket's size
 NEAR, SPLIT = 1, 2  # edge kinds: a near-duplicate link (also a split link), a split link only
 SHINGLE_CACHE = 50_000  # shingle sets a task keeps (a few KB each), read again when forgotten
@@ -92,16 +93,16 @@ def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], 
     return path
 
 
-CHUNK_PAIRS = 2_000_000  # candidate pairs a task holds at once, with their records' signatures
+CHUNK_PAIRS = 250_000  # candidate pairs a task compares at once, with their records' signatures (512 bytes each)
 CHUNK_MEMBERS = 100_000  # members of large buckets cut into pieces at once (``_refine``)
 
 
 class _Caches:
-    """What a task's chunks share: each part's stored shingle hashes (memory-mapped; None when it
-    has none), shingle sets read from records, each part's record offsets."""
+    """What a task's chunks share: where each part's shingle hashes are (None when it has none),
+    shingle sets read from records, each part's record offsets."""
 
     def __init__(self):
-        self.stored: dict[int, np.ndarray | None] = {}
+        self.shingle_paths: dict[int, str | None] = {}
         self.shingles: dict[int, np.ndarray] = {}
         self.offsets: dict[int, np.ndarray] = {}
 
@@ -114,6 +115,7 @@ class _Records:
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
         self.positions = _unique(positions)
         self.caches = caches
+        self.stored: dict[int, np.ndarray | None] = {}  # each part's shingle hashes, memory-mapped
         self.signatures, self.kin = self._read()
         self.reads = 0  # records read (a record forgotten and read again counts again)
 
@@ -124,11 +126,14 @@ class _Records:
         """The signatures of ``positions``, and their kin: the smallest hash of a record's provenance
         keys (records of one kin share a split group whatever their text), else minus its position."""
         rows, kin = [], []
-        which = np.searchsorted(self.starts, self.positions, side="right") - 1
-        for p in _unique(which):
-            number, start = self.parts[p]
-            stored = np.load(part_index.signature_path(self.out, number), mmap_mode="r")
-            mine = self.positions[which == p] - start
+        which = np.searchsorted(self.starts, self.positions, side="right") - 1  # sorted, as the positions are
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(which)]):
+            if lo == hi:
+                continue
+            number, start = self.parts[which[lo]]
+            stored = part_index.mapped(part_index.signature_path(self.out, number))
+            mine = self.positions[lo:hi] - start
             rows.append(np.asarray(stored[mine]))
             smallest = np.asarray(part_index.kin(self.out, number)[mine])
             kin.append(np.where(smallest == np.iinfo(np.int64).max, -1 - (mine + start), smallest))
@@ -136,18 +141,18 @@ class _Records:
             return np.zeros((0, 0), dtype=np.uint32), np.zeros(0, dtype=np.int64)
         return np.concatenate(rows), np.concatenate(kin)
 
-    def rows(self, positions: np.ndarray) -> np.ndarray:
-        return self.signatures[np.searchsorted(self.positions, positions)]
-
-    def kin_of(self, positions: np.ndarray) -> np.ndarray:
-        return self.kin[np.searchsorted(self.positions, positions)]
+    def index(self, positions: np.ndarray) -> np.ndarray:
+        """Where ``positions`` are among the records read (for ``signatures`` and ``kin``)."""
+        return np.searchsorted(self.positions, positions)
 
     def shingle_set(self, position: int) -> np.ndarray:
         number, start = self.parts[self._part(position)]
-        if number not in self.caches.stored:
-            path = part_index.shingles_path(self.out, number)
-            self.caches.stored[number] = None if path is None else np.load(path, mmap_mode="r")
-        stored = self.caches.stored[number]
+        if number not in self.stored:  # mapped for this chunk only: the pages read leave with it
+            if number not in self.caches.shingle_paths:
+                self.caches.shingle_paths[number] = part_index.shingles_path(self.out, number)
+            path = self.caches.shingle_paths[number]
+            self.stored[number] = None if path is None else part_index.mapped(path)
+        stored = self.stored[number]
         if stored is not None:  # the hashes written when the record was made: no tokenising
             return writers.shingle_row(stored, position - start)
         if position not in self.caches.shingles:
@@ -227,7 +232,7 @@ def sketch(out: str, parts: list[tuple[int, int]], path: str) -> str:
         return path
     sizes, pending, count = np.zeros(SKETCH, dtype=np.int64), [], 0
     for number, _ in parts:
-        stored = np.load(part_index.keys_path(out, number), mmap_mode="r")
+        stored = part_index.mapped(part_index.keys_path(out, number))
         pending.append(np.asarray(stored[: len(stored) // 3]) & np.uint64(SKETCH - 1))
         count += len(pending[-1])
         if count >= SKETCH:
@@ -319,7 +324,8 @@ def _cut(large: list[np.ndarray], where: np.ndarray, table: np.ndarray,
     own = np.array([width - 1 - int(np.argmax(np.all(rows[a:a + n] == rows[a], axis=0)[::-1]))
                     for a, n in zip(starts.tolist(), counts.tolist())], dtype=np.int64)
     bucket = np.repeat(np.arange(len(large), dtype=np.int64), counts)
-    later = np.arange(width)[None, :] > own[bucket][:, None]
+    after = np.arange(width)[None, :] - own[bucket][:, None]
+    later = (after > 0) & (after <= REFINE_SPAN)
     wanted = later & (sizes[(rows & np.uint64(SKETCH - 1)).astype(np.int64)] > LARGE_BUCKET)
     r, c = np.nonzero(wanted)
     salt = (bucket[r] * width + c).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
@@ -346,13 +352,16 @@ def _band_rows(out: str, parts: list[tuple[int, int]], positions: np.ndarray) ->
     """Every band value of the records at ``positions`` (one row each, in the order given)."""
     starts = np.array([start for _, start in parts], dtype=np.int64)
     which = np.searchsorted(starts, positions, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    cuts = np.flatnonzero(np.diff(which[order])) + 1
     rows = None
-    for p in _unique(which):
-        number, start = parts[p]
+    for mine in np.split(order, cuts):
+        if not len(mine):
+            continue
+        number, start = parts[which[mine[0]]]
         bands = part_index.band_rows(out, number)
         if rows is None:
             rows = np.zeros((len(positions), bands.shape[1]), dtype=np.uint64)
-        mine = np.flatnonzero(which == p)
         rows[mine] = bands[positions[mine] - start]
     return rows
 
@@ -413,14 +422,15 @@ def _compare_pairs(pairs: np.ndarray, records: _Records, near: Near | None,
 def _compare_chunk(pairs: np.ndarray, records: _Records, near: Near | None,
                    split_at: float | None) -> list[tuple[int, int, int]]:
     """Pairs whose estimate makes them candidates are read and decided on their exact similarity."""
-    estimate = (records.rows(pairs[:, 0]) == records.rows(pairs[:, 1])).mean(axis=1)
+    a, b = records.index(pairs[:, 0]), records.index(pairs[:, 1])
+    estimate = np.count_nonzero(records.signatures[a] == records.signatures[b], axis=1) / records.signatures.shape[1]
     none = np.zeros(len(pairs), dtype=bool)
     same = estimate >= 1.0 if near is not None else none  # equal signatures: see ``Near``
     found = [(a, b, NEAR) for a, b in pairs[same].tolist()]
     check_near = (estimate >= near.checked_from) & ~same if near is not None else none
     check_split = none
     if split_at is not None:
-        check_split = ~same & (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin_of(pairs[:, 0]) != records.kin_of(pairs[:, 1]))
+        check_split = ~same & (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin[a] != records.kin[b])
     which = check_near | check_split
     for (a, b), is_near, is_split in zip(pairs[which].tolist(), check_near[which].tolist(), check_split[which].tolist()):
         similarity = records.jaccard(a, b)

@@ -176,10 +176,36 @@ def key_range(shard: int, shards: int) -> tuple[int, int | None]:
     return bound(shard), (bound(shard + 1) if shard + 1 < shards else None)
 
 
+_HEADERS: dict[tuple[str, int, int], tuple[int, tuple, np.dtype, bool]] = {}
+HEADERS = 65536  # .npy headers a process keeps (a task maps each part's files many times)
+
+
+def mapped(path: str) -> np.ndarray:
+    """``np.load(path, mmap_mode="r")`` without parsing the file's header again while the file is the
+    same (that parse costs more than the slice a task then reads). The map is not kept: pages read
+    leave the process with the array."""
+    st = os.stat(path)
+    key = (path, st.st_ino, st.st_mtime_ns)
+    header = _HEADERS.get(key)
+    if header is None:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+            header = (f.tell(), shape, dtype, fortran)
+        if len(_HEADERS) >= HEADERS:
+            _HEADERS.clear()
+        _HEADERS[key] = header
+    offset, shape, dtype, fortran = header
+    if not np.prod(shape):
+        return np.zeros(shape, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+
+
 def keys_in(out: str, part: int, name: str, low: int, high: int | None, columns: int) -> list[np.ndarray]:
     """The sorted keys of a part (``bandkeys``: key, row, whole hash; ``provkeys``: key, row) in
     [low, high), column by column, reading only that slice."""
-    stored = np.load(_path(out, name, part), mmap_mode="r")
+    stored = mapped(_path(out, name, part))
     k = len(stored) // columns
     keys = stored[:k]
     a = int(np.searchsorted(keys, np.uint64(low)))
@@ -189,13 +215,13 @@ def keys_in(out: str, part: int, name: str, low: int, high: int | None, columns:
 
 def band_rows(out: str, part: int) -> np.ndarray:
     """(records, bands) band values of a part, memory-mapped."""
-    return np.load(_path(out, "bands", part), mmap_mode="r")
+    return mapped(_path(out, "bands", part))
 
 
 def kin(out: str, part: int) -> np.ndarray:
     """Per record of a part, the smallest hash of its provenance keys shifted right by one, or the
     int64 maximum when it has none; memory-mapped."""
-    return np.load(_path(out, "kin", part), mmap_mode="r")
+    return mapped(_path(out, "kin", part))
 
 
 def load(out: str, part: int, *names: str) -> list[np.ndarray]:
