@@ -98,10 +98,11 @@ CHUNK_MEMBERS = 100_000  # members of large buckets cut into pieces at once (``_
 
 
 class _Caches:
-    """What a task's chunks share: where each part's shingle hashes are (None when it has none),
-    shingle sets read from records, each part's record offsets."""
+    """What a task's chunks share: each part's kin (``part_index.kin``), where each part's shingle
+    hashes are (None when it has none), shingle sets read from records, each part's record offsets."""
 
     def __init__(self):
+        self.kin: dict[int, np.ndarray] = {}
         self.shingle_paths: dict[int, str | None] = {}
         self.shingles: dict[int, np.ndarray] = {}
         self.offsets: dict[int, np.ndarray] = {}
@@ -115,7 +116,6 @@ class _Records:
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
         self.positions = _unique(positions)
         self.caches = caches
-        self.stored: dict[int, np.ndarray | None] = {}  # each part's shingle hashes, memory-mapped
         self.signatures, self.kin = self._read()
         self.reads = 0  # records read (a record forgotten and read again counts again)
 
@@ -135,7 +135,9 @@ class _Records:
             stored = part_index.mapped(part_index.signature_path(self.out, number))
             mine = self.positions[lo:hi] - start
             rows.append(np.asarray(stored[mine]))
-            smallest = np.asarray(part_index.kin(self.out, number)[mine])
+            if number not in self.caches.kin:  # 8 bytes a record: kept for the task's chunks
+                self.caches.kin[number] = np.array(part_index.kin(self.out, number))
+            smallest = self.caches.kin[number][mine]
             kin.append(np.where(smallest == np.iinfo(np.int64).max, -1 - (mine + start), smallest))
         if not rows:
             return np.zeros((0, 0), dtype=np.uint32), np.zeros(0, dtype=np.int64)
@@ -147,14 +149,11 @@ class _Records:
 
     def shingle_set(self, position: int) -> np.ndarray:
         number, start = self.parts[self._part(position)]
-        if number not in self.stored:  # mapped for this chunk only: the pages read leave with it
-            if number not in self.caches.shingle_paths:
-                self.caches.shingle_paths[number] = part_index.shingles_path(self.out, number)
-            path = self.caches.shingle_paths[number]
-            self.stored[number] = None if path is None else part_index.mapped(path)
-        stored = self.stored[number]
-        if stored is not None:  # the hashes written when the record was made: no tokenising
-            return writers.shingle_row(stored, position - start)
+        if number not in self.caches.shingle_paths:
+            self.caches.shingle_paths[number] = part_index.shingles_path(self.out, number)
+        path = self.caches.shingle_paths[number]
+        if path is not None:  # the hashes written when the record was made: no tokenising
+            return part_index.shingle_row(path, position - start)
         if position not in self.caches.shingles:
             if len(self.caches.shingles) >= SHINGLE_CACHE:
                 self.caches.shingles.clear()

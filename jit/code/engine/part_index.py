@@ -180,10 +180,8 @@ _HEADERS: dict[tuple[str, int, int], tuple[int, tuple, np.dtype, bool]] = {}
 HEADERS = 65536  # .npy headers a process keeps (a task maps each part's files many times)
 
 
-def mapped(path: str) -> np.ndarray:
-    """``np.load(path, mmap_mode="r")`` without parsing the file's header again while the file is the
-    same (that parse costs more than the slice a task then reads). The map is not kept: pages read
-    leave the process with the array."""
+def _header(path: str) -> tuple[int, tuple, np.dtype, bool]:
+    """(data offset, shape, dtype, Fortran order) of a .npy file, parsed once while the file is the same."""
     st = os.stat(path)
     key = (path, st.st_ino, st.st_mtime_ns)
     header = _HEADERS.get(key)
@@ -196,10 +194,28 @@ def mapped(path: str) -> np.ndarray:
         if len(_HEADERS) >= HEADERS:
             _HEADERS.clear()
         _HEADERS[key] = header
-    offset, shape, dtype, fortran = header
+    return header
+
+
+def mapped(path: str) -> np.ndarray:
+    """``np.load(path, mmap_mode="r")`` without parsing the file's header again while the file is the
+    same (that parse costs more than the slice a task then reads). The map is not kept: pages read
+    leave the process with the array."""
+    offset, shape, dtype, fortran = _header(path)
     if not np.prod(shape):
         return np.zeros(shape, dtype=dtype)
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+
+
+def shingle_row(path: str, row: int) -> np.ndarray:
+    """One record's hashes from a ``writers.write_shingles`` file, read with two small reads (a map
+    would bring its neighbours' pages into the process too)."""
+    offset = _header(path)[0]
+    with open(path, "rb") as f:
+        f.seek(offset + 8 * row)
+        lo, hi = (int(v) for v in np.frombuffer(f.read(16), dtype=np.uint64))
+        f.seek(offset + 8 * lo)
+        return np.frombuffer(f.read(8 * (hi - lo)), dtype=np.uint64).copy()
 
 
 def keys_in(out: str, part: int, name: str, low: int, high: int | None, columns: int) -> list[np.ndarray]:

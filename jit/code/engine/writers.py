@@ -135,15 +135,10 @@ def write_signatures(path: str, rows: list[np.ndarray] | np.ndarray) -> None:
 
 def write_shingles(path: str, rows: list[np.ndarray]) -> None:
     """Records' shingle hashes as one uint64 array: its first len(rows) + 1 values are where each
-    record's hashes start (the last is the array's length), then the hashes (``shingle_row``)."""
+    record's hashes start (the last is the array's length), then the hashes (``part_index.shingle_row``)."""
     lengths = np.array([len(r) for r in rows], dtype=np.uint64)
     starts = len(rows) + 1 + np.concatenate(([0], np.cumsum(lengths))).astype(np.uint64)
     write_signatures(path, np.concatenate([starts, *rows]).astype(np.uint64))
-
-
-def shingle_row(stored: np.ndarray, row: int) -> np.ndarray:
-    """One record's shingle hashes from a ``write_shingles`` array (memory-mapped or not)."""
-    return np.array(stored[int(stored[row]):int(stored[row + 1])])
 
 
 def read_signatures(out: str, part: int) -> np.ndarray | None:
