@@ -419,3 +419,25 @@ def test_position_prediction_writes_only_its_outputs():
         forms.add(len(outs))
         assert ("velocities" in spec.metadata["purpose"]) and (len(outs) in (1, 2)), spec.source
     assert forms == {1, 2}, forms
+
+
+def test_a_substep_loop_reads_no_array_and_repeats_no_steady_force():
+    """Inside a substep loop nothing is read from an array (a particle's inputs do not change during
+    its step) and no force that depends on neither position nor velocity (buoyancy) is computed
+    again: both happen once, before the loop."""
+    seen = 0
+    for i in range(400):
+        spec = generate(SEED, i, categories=["integrate_particles"])
+        loops = [n for n in ast.walk(ast.parse(spec.source)) if isinstance(n, ast.For)]
+        if not loops:
+            continue
+        seen += 1
+        inside = [n for stmt in loops[0].body for n in ast.walk(stmt)]
+        reads = [ast.unparse(n) for n in inside if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                 and isinstance(n.slice, ast.Name) and n.slice.id == "tid"]
+        assert not reads, (reads, spec.source)
+        assigned = {t.id for n in inside if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert not {"f_buoyancy", "f_lift"} & assigned, spec.source
+        if seen >= 12:
+            break
+    assert seen >= 6

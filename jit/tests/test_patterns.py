@@ -650,3 +650,22 @@ def test_ray_cast_takes_the_camera_from_the_caller():
         h, w = spec.metadata["launch"]["dim"]
         assert args[aspect]["range"] == [w / h, w / h], spec.source
         assert not re.search(r"float\(\w+\.shape\[1\]\) / float\(\w+\.shape\[0\]\)", spec.source), spec.source
+
+
+def test_a_docstring_leaves_out_no_more_than_one_thing_the_kernel_does():
+    """A kernel that adds two or more behaviours to its purpose (a collider, a decay, ...) always says
+    them after it; one alone may go unsaid, as authors leave details out."""
+    from jit.code.synthesis.categories.patterns import Pattern
+
+    clauses, left_out = set(), False
+    for seed in range(60):
+        p = Pattern(random.Random(seed), "k", "abc", "small")
+        p.note("pushes particles out of a spherical collider")
+        p.note("slows them by a decay the caller passes")
+        detail = p.detail()
+        assert "collider" in detail and "decay" in detail, detail
+        clauses.add(detail.startswith("It "))
+        one = Pattern(random.Random(seed), "k", "abc", "small")
+        one.note("pushes particles out of a spherical collider")
+        left_out |= one.detail() == ""
+    assert clauses == {True, False} and left_out  # one sentence of clauses or a sentence each; one note unsaid at times

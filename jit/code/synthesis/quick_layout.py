@@ -1,14 +1,15 @@
 """black's layout of a generated module, without black, for the modules where that is simple.
 
 Generated text is written in black's spacing already; what black changes in it is, nearly always,
-the layout of ``def`` signatures (a long one wrapped, a wrapped one that fits joined) and the run
-of blank lines after the imports. ``laid_out`` does those itself, and returns ``None`` (run black)
-for anything else black might change: a line still past the limit after the signatures, a
-bracketed expression over several lines, a ``**``, a slice, a single-quoted string, a number black
-spells otherwise, a redundant pair of parentheses, a blank line black would add or remove, a
-comment not where black puts it, trailing white space. A test holds it to black's output on
-generated kernels of every source (``test_layout``); black itself costs about 10 ms a module, this
-a tenth of that.
+the layout of ``def`` signatures (a long one wrapped, a wrapped one that fits joined), the run of
+blank lines after the imports, and a simple statement past the limit whose value is one call (its
+arguments wrapped) or a sum of three or more terms (wrapped in parentheses). ``laid_out`` does
+those itself, and returns ``None`` (run black) for anything else black might change: a statement
+still past the limit after that, a bracketed expression over several lines, a ``**``, a slice, a
+single-quoted string, a number black spells otherwise, a redundant pair of parentheses, a blank
+line black would add or remove, a comment not where black puts it, trailing white space. A test
+holds it to black's output on generated kernels of every source (``test_layout``); black itself
+costs about 10 ms a module, this a tenth of that.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def laid_out(source: str, width: int) -> str | None:
     if signatures is None or not _tokens_plain(tokens, signatures):
         return None
     lines = source.split("\n")
+    plain_rows = _one_line_statements(tokens)
+    text_rows = _docstring_rows(tokens)
     out: list[str] = []
+    long_text: set[int] = set()  # indexes in ``out`` of docstring lines past the limit
     row = 1  # 1-based line number in ``lines``
     while row <= len(lines):
         sig = signatures.get(row)
@@ -48,16 +52,175 @@ def laid_out(source: str, width: int) -> str | None:
             out += laid
             row = end + 1
             continue
-        out.append(lines[row - 1])
+        line = lines[row - 1]
+        if len(line) > width and row in text_rows:  # black leaves a docstring's lines as they are
+            long_text.add(len(out))
+            out.append(line)
+        elif len(line) > width:
+            split = _statement(line, width) if row in plain_rows else None
+            if split is None:
+                return None
+            out += split
+        else:
+            out.append(line)
         row += 1
     while out and not out[-1].strip():
         out.pop()
     while out and not out[0].strip():
         out.pop(0)
-    out = _cut_blank_runs(out)
-    if not out or not _blank_lines_kept(out) or any(len(line) > width or line != line.rstrip() for line in out):
+        long_text = {k - 1 for k in long_text}
+    cut = _cut_blank_runs(out)
+    if cut != out:
+        long_text, out = set(), cut  # the indexes moved (rare: the check below declines then)
+    if not out or not _blank_lines_kept(out) or any(
+            (len(line) > width and k not in long_text) or line != line.rstrip() for k, line in enumerate(out)):
         return None
     return "\n".join(out) + "\n"
+
+
+_COMPOUND = {"if", "elif", "else", "while", "for", "with", "try", "except", "finally", "def", "class", "async",
+             "assert", "del", "import", "from", "raise", "global", "nonlocal", "lambda", "yield", "await", "@"}
+_STRING = re.compile(r'"[\w .-]*"')
+_DEPTH0_DECLINED = re.compile(r" (?:and|or|not|if|else|in|is|for|lambda|//|%|@|\||&|\^|<<|>>|<|>|<=|>=|==|!=) ")
+_ASSIGN = re.compile(r" (?:[-+*/%&|^@]|//|<<|>>|\*\*)?= ")
+
+
+def _docstring_rows(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """Rows of triple-quoted strings but their last (where the closing quotes are)."""
+    return {row for tok in tokens if tok.type == tokenize.STRING and tok.string.startswith('"""')
+            for row in range(tok.start[0], tok.end[0])}
+
+
+def _one_line_statements(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """Rows holding one whole simple statement (not a block's header), with no comment."""
+    rows, first, clean = set(), None, True
+    for tok in tokens:
+        if tok.type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL, tokenize.ENCODING):
+            continue
+        if tok.type == tokenize.NEWLINE:
+            if first is not None and clean and first.start[0] == tok.start[0] and first.string not in _COMPOUND:
+                rows.add(first.start[0])
+            first, clean = None, True
+            continue
+        if first is None:
+            first = tok
+        if tok.type == tokenize.COMMENT:
+            clean = False
+    return rows
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for c in text:
+        depth += (c in "([{") - (c in ")]}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _depth0(text: str) -> str:
+    """``text`` with everything inside brackets blanked out (same length), so what remains is the
+    top level."""
+    out, depth = [], 0
+    for c in text:
+        if c in "([{":
+            depth += 1
+            out.append(c if depth == 1 else " ")
+        elif c in ")]}":
+            depth -= 1
+            out.append(c if depth == 0 else " ")
+        else:
+            out.append(c if depth == 0 else " ")
+    return "".join(out)
+
+
+def _statement(line: str, width: int) -> list[str] | None:
+    """black's split of one indented simple statement past the limit, for the two simple cases: the
+    value is one call (``x = wp.vec3(...)``, ``return f(...)``, ``wp.atomic_add(...)``): its arguments on
+    one line of their own, else one a line with a trailing comma; or the value is a sum (or product)
+    of three or more terms (``x = a + b - c``): in parentheses, on one line, else a term a line with
+    its operator first. ``None`` otherwise (a term or an argument that would still be too long, a
+    string with brackets or commas, a comparison, a single operator, ...)."""
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    body = line[len(indent):]
+    if not indent or '"' in _STRING.sub("", body) or "'" in body or "#" in body:
+        return None
+    top = _depth0(_STRING.sub(lambda m: "_" * len(m[0]), body))
+    assigns = list(_ASSIGN.finditer(top))
+    if len(assigns) > 1:
+        return None
+    if assigns:
+        cut = assigns[0].end()
+    elif body.startswith("return "):
+        cut = len("return ")
+    else:
+        cut = 0
+    head, value, value_top = body[:cut], body[cut:], top[cut:]
+    inner = indent + INDENT
+    if _one_call(value_top):
+        return _call(indent, head, value, "", width)
+    if not cut or _DEPTH0_DECLINED.search(f" {value_top} ") or "," in value_top or "=" in value_top:
+        return None
+    terms = _terms(value, value_top)
+    if terms is None:
+        return None
+    if len(inner + value) <= width:
+        return [indent + head + "(", inner + value, indent + ")"]
+    if any(len(inner + t) > width for t in terms):
+        return None
+    return [indent + head + "(", *(inner + t for t in terms), indent + ")"]
+
+
+def _one_call(top: str) -> bool:
+    """Is the top level of a value (``_depth0``) one call of a (dotted) name?"""
+    return bool(re.match(r"[A-Za-z_][\w.]*\(", top)) and top.endswith(")") and top.count("(") == 1 and "[" not in top
+
+
+def _call(indent: str, head: str, value: str, tail: str, width: int) -> list[str] | None:
+    """black's split of ``head + value + tail`` at the brackets of ``value``, one call: its arguments
+    on one line, else one a line with a trailing comma, where an argument still too long that is
+    itself one call is split the same way."""
+    inner = indent + INDENT
+    opening = indent + head + value[: value.index("(") + 1]
+    args = value[value.index("(") + 1:-1]
+    if len(opening) > width or len(indent + ")" + tail) > width or not args.strip():
+        return None
+    pieces = [p.strip() for p in split_commas(args)]
+    magic = pieces[-1] == ""
+    pieces = [p for p in pieces if p]
+    if not magic and len(inner + args.strip()) <= width:
+        return [opening, inner + args.strip(), indent + ")" + tail]
+    if len(pieces) < 2:  # one argument too long: black splits inside it
+        return None
+    out = [opening]
+    for p in pieces:
+        if p.startswith("*"):
+            return None
+        if len(inner + p + ",") <= width:
+            out.append(inner + p + ",")
+            continue
+        if '"' in p or not _one_call(_depth0(p)):
+            return None
+        split = _call(inner, "", p, ",", width)
+        if split is None:
+            return None
+        out += split
+    return out + [indent + ")" + tail]
+
+
+def _terms(value: str, top: str) -> list[str] | None:
+    """The terms of a sum of three or more (else of a product of three or more) at the top level, each
+    after the first with its operator in front; ``None`` when there are fewer than two operators of
+    the kind split at."""
+    for ops in (("+", "-"), ("*", "/")):
+        cuts = [m.start() for m in re.finditer(r" [-+*/] ", top) if top[m.start() + 1] in ops]
+        if cuts:
+            if len(cuts) < 2:
+                return None
+            starts = [0, *(c + 1 for c in cuts)]
+            ends = [*cuts, len(value)]
+            return [value[a:b].strip() for a, b in zip(starts, ends)]
+    return None
 
 
 def _signatures(tokens: list[tokenize.TokenInfo]) -> dict[int, tuple[int, str]] | None:
@@ -74,8 +237,6 @@ def _signatures(tokens: list[tokenize.TokenInfo]) -> dict[int, tuple[int, str]] 
                     if t.type == tokenize.COMMENT:
                         return None
                     continue
-                if t.string == "->":
-                    return None
                 parts.append(t)
                 if t.string in "([{" and t.type == tokenize.OP:
                     depth += 1
@@ -104,23 +265,24 @@ def _join(parts: list[tokenize.TokenInfo]) -> str:
 def _signature(header: str, width: int) -> list[str] | None:
     """black's layout of ``def name(params):``: one line; the parameters on one indented line; or one
     parameter a line with a trailing comma (always so when the parameters end with a comma)."""
-    m = re.fullmatch(r"(def \w+)\((.*)\):", header)
-    if m is None:
+    m = re.fullmatch(r"(def \w+)\((.*)\)( -> [\w.]+)?:", header)
+    if m is None or not _balanced(m[2]):  # the brackets matched must be the parameters'
         return None
     params = _split(m[2])
     if params is None:
         return None
     magic = bool(params) and params[-1] == ""
     params = [p for p in params if p]
-    one = f"{m[1]}({', '.join(params)}):"
+    tail = f"){m[3] or ''}:"
+    one = f"{m[1]}({', '.join(params)}{tail}"
     if not magic and len(one) <= width:
         return [one]
     inner = INDENT + ", ".join(params)
-    if not magic and len(inner) <= width:
-        return [f"{m[1]}(", inner, "):"]
-    if any(len(INDENT + p + ",") > width for p in params):
+    if not magic and len(params) > 1 and len(inner) <= width:  # black gives one parameter its comma
+        return [f"{m[1]}(", inner, tail]
+    if any(len(INDENT + p + ",") > width for p in params) or len(tail) > width:
         return None
-    return [f"{m[1]}(", *(INDENT + p + "," for p in params), "):"]
+    return [f"{m[1]}(", *(INDENT + p + "," for p in params), tail]
 
 
 def split_commas(text: str) -> list[str]:

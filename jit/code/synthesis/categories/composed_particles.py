@@ -101,20 +101,30 @@ def integrate_particles(rng, name, suffix, complexity):
     pool = {**force_pool(PARTICLE_FORCES), "external": 1.0, "velocity_damping": 1.0,
             "clamp_speed": 0.7, **COLLIDER_WEIGHTS, **({} if substeps else {"energy": 0.4})}
     chosen = effects(rng, pool, rng.choice((1, 2, 2, 3, MAX_EFFECTS)))
-    if substeps:
+    terms, phrases = [], []
+    if "external" in chosen:  # read once, before a substep loop: it does not change inside it
+        f_ext = d.array(("f_ext", "external_forces", "forces"), "vec", lo=-1.0, hi=1.0)
+        terms.append(w.let(("f_applied", "external_force"), f"{f_ext}[tid]") if substeps else f"{f_ext}[tid]")
+        phrases.append("external forces")
+    forces = [f for f in chosen if f in PARTICLE_FORCES]
+    # a force of neither position nor velocity (buoyancy) is the same in every substep: once, before the loop
+    steady = [f for f in forces if substeps and not {"x", "v"} & set(PIECES[f].needs)]
+    for f in steady:
+        terms.append(d.use(f, x=x, v=v)["f"])
+        phrases.append(says(f))
+    moving = [f for f in forces if f not in steady]
+
+    def open_loop():
         d.resolved[R.TIME_STEP] = d.scalar(("substep_dt", "sub_dt"), lo=R.TIME_STEP.lo, hi=R.TIME_STEP.hi)
         steps = d.scalar(("num_substeps", "substeps"), T.INT32, 2, 4, groupable=False)
         w.in_place = True
         w.add(f"for _ in range({steps}):")
         w.depth += 1
         d.differentiable = False  # a loop of a run-time count: no gradient check
-    forces = [f for f in chosen if f in PARTICLE_FORCES]
-    terms, phrases = [], []
-    if "external" in chosen:
-        f_ext = d.array(("f_ext", "external_forces", "forces"), "vec", lo=-1.0, hi=1.0)
-        terms.append(f"{f_ext}[tid]")
-        phrases.append("external forces")
-    for f in forces:
+
+    if substeps and moving:
+        open_loop()
+    for f in moving:
         terms.append(d.use(f, x=x, v=v)["f"])
         phrases.append(says(f))
     if terms:
@@ -125,6 +135,8 @@ def integrate_particles(rng, name, suffix, complexity):
         a = d.use(acc, f=f_total)["a"]
     else:
         a = d.resolve(R.GRAVITY)
+    if substeps and not moving:  # the acceleration is the same in every substep too
+        open_loop()
     damping = next((e for e in chosen if e in DAMPINGS), None)
     if damping:
         v = d.use(damping, v=v)["v"]
@@ -297,11 +309,6 @@ def distance_constraints(rng, name, suffix, complexity):
     x_i, x_j = w.let(("xi", "x_i", "p"), f"{x}[{i}]"), w.let(("xj", "x_j", "q"), f"{x}[{j}]")
     w_i, w_j = w.let(("w_i", "wi"), f"{inv_mass}[{i}]"), w.let(("w_j", "wj"), f"{inv_mass}[{j}]")
     geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
-    measured = ""
-    if rng.random() < 0.3:  # the rest length is that of the rest shape, not a stored number
-        x_rest = d.array(("rest_positions", "x_rest", "rest_x"), "vec", lo=-1.0, hi=1.0, shape=pshape)
-        d.resolved[R.REST_LENGTH] = w.let(("rest", "rest_len"), f"wp.length({x_rest}[{j}] - {x_rest}[{i}])")
-        measured = " (rest lengths measured on the rest shape)"
     c = d.use("edge_stretch", inline=True, length=geo["length"])["stretch"]
     solver = rng.choice(("distance_projection", "xpbd_distance", "tether_projection"))
     out = d.use(solver, n=geo["n"], c=c, w_i=w_i, w_j=w_j)
@@ -322,7 +329,7 @@ def distance_constraints(rng, name, suffix, complexity):
         w.add(f"{err}[tid] = " + (w.once(("excess",), f"wp.max({c}, {w.lit(0.0)})") if slack else f"wp.abs({c})"))
         d.skip_writes.append(f"{err}[tid] = {d.style.lit(0.0)}")
         extra.append("store each constraint's violation")
-    purpose = f"Solve {says(solver)} for {which} of a {d.style.dim}D particle system{measured}, " \
+    purpose = f"Solve {says(solver)} for {which} of a {d.style.dim}D particle system, " \
               "accumulating the corrections of both particles"
     if extra:
         purpose += f"; {join(extra)}"

@@ -341,8 +341,8 @@ class Pattern:
         if not notes:
             return ""
         form = self.rng.choices(("clauses", "sentences", "none"), (0.4, 0.15, 0.45))[0]
-        if form == "none" and any(note.split()[0] in OUTPUT_VERBS for note in notes):
-            form = "sentences"  # a note about another output stays: the docstring must not hide it
+        if form == "none" and (len(notes) > 1 or any(note.split()[0] in OUTPUT_VERBS for note in notes)):
+            form = "sentences"  # another output, or two more things done: the docstring must not hide them
         if form == "clauses":
             return sentence("It " + ", ".join(notes[:-1]) + (" and " if len(notes) > 1 else "") + notes[-1])
         if form == "sentences":
