@@ -166,9 +166,7 @@ def _float_classes(w: Writer, rng: random.Random) -> CheckKernel:
         domain = "values in [-8, 8] and magnitudes in [-4, 4]"
         signs = [("copysign takes the magnitude of one and the sign of the other",
                   [f"wp.expect_eq(wp.copysign({y}, {x}), -wp.abs({y}) if {x} < {zero} else wp.abs({y}))"])]
-    w.add("# finite inputs are neither nan nor inf",
-          f"wp.expect_eq(wp.isfinite({x}), True)", f"wp.expect_eq(wp.isnan({x}) or wp.isinf({x}), False)",
-          f"fraction = wp.frac({x})")
+    w.add("# the inputs are finite", f"wp.expect_eq(wp.isfinite({x}), True)", f"fraction = wp.frac({x})")
     inf = "wp.inf" if s == "float32" else "wp.float64(wp.inf)"
     what = w.checks([
         ("frac is x less its truncation",  # the stored fraction

@@ -80,8 +80,10 @@ def grid_stencil(rng, name, suffix, complexity):
     if project:
         out_name = rng.choice(("velocity_out", "vel_new"))
     else:
+        # named by what it holds: a divergence is no velocity, whatever field it is taken of
         out_name = {"diffusion": "out", "wave": f"{f}_next", "jacobi": "pressure_out", "gradient": "grad",
-                    "divergence": "div"}[op] if rng.random() < 0.5 else f"{f}_new" if op != "gradient" else "gradient"
+                    "divergence": "div"}[op] if rng.random() < 0.5 else \
+            {"gradient": "gradient", "divergence": "divergence"}.get(op, f"{f}_new")
     out = p.array(out_name, out_type, "out", ndim=dims)
     if boundary == "skip":
         keep = f"{f}[{at}]" if op in ("diffusion", "wave") else f"{p.fl.spell(out_type)}()" if op == "gradient" else fl.lit(0.0)
@@ -157,10 +159,11 @@ def grid_stencil(rng, name, suffix, complexity):
             p.add(*(f"{d} = ({nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]){central}" for a, d in enumerate(axes)),
                   f"div_u = {' + '.join(axes)}")
         if p.chance(0.35):  # the right-hand side of the pressure Poisson equation: -rho / dt * div
-            rho = p.scalar(rng.choice(("density", "rho")), lo=0.5, hi=2.0)
-            dt = p.scalar("dt", lo=0.001, hi=0.05)
-            p.add(f"div_u = -{rho} / {dt} * div_u")
-            p.note("scales it to the pressure equation's right-hand side, -rho / dt div u")
+            rng.choice(("density", "rho"))  # the draw the two parameters took: later choices stay as they were
+            scale = p.scalar(rng.choice(("rhs_scale", "pressure_scale")), lo=-200.0, hi=-10.0)
+            p.why(f"{scale} = -rho / dt, one value for the whole grid, from the caller")
+            p.add(f"div_u = {scale} * div_u")
+            p.note(f"scales it to the pressure equation's right-hand side by {scale} = -rho / dt")
         p.add(f"{out}[{at}] = div_u")
         purpose = f"Compute the central-difference divergence of a velocity field on a {dims}-D grid"
     base = {"diffusion": ("diffuse", "heat_step", "diffusion_step"), "wave": ("wave_solve", "wave_step"),

@@ -51,9 +51,9 @@ def acceleration_from_inverse_mass(w: Writer, f, inv_mass, gravity):
     # pinned particles returned already, or one inverse mass for all: nothing to tell apart
     if inv_mass in w.nonzero or w.uniform(inv_mass):
         return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity}")}
-    w.comment("pinned particles (zero inverse mass) do not fall",
-              "gravity only for particles with mass: inv_mass == 0 marks a pinned one",
-              "wp.nonzero: no gravity on kinematic particles (zero inverse mass)")
+    w.comment("pinned ones (zero inverse mass) do not fall",
+              "gravity only where there is mass: inv_mass == 0 marks a pinned one",
+              "wp.nonzero: no gravity on kinematic ones (zero inverse mass)")
     return {"a": w.let(("a", "accel"), f"{f} * {inv_mass} + {gravity} * wp.nonzero({inv_mass})")}
 
 
