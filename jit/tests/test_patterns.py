@@ -669,3 +669,19 @@ def test_a_docstring_leaves_out_no_more_than_one_thing_the_kernel_does():
         one.note("pushes particles out of a spherical collider")
         left_out |= one.detail() == ""
     assert clauses == {True, False} and left_out  # one sentence of clauses or a sentence each; one note unsaid at times
+
+
+def test_reductions_are_named_and_described_by_what_they_write():
+    """A sum of errors is not named a sum of values, and per-thread partial results, an output of
+    their own, are always in the docstring."""
+    errors = partials = 0
+    for i in range(400):
+        spec = _built("atomic_reduction", i)
+        doc = ast.get_docstring(_kernel(spec.source)) or ""
+        if "absolute errors" in spec.metadata["purpose"] or "squared errors" in spec.metadata["purpose"]:
+            errors += 1
+            assert not re.fullmatch(r"(reduce_sum|sum_values|accumulate)_[0-9a-f]{8}", spec.name), spec.source
+        if re.search(r"\b(partial_sums|per_thread|partial_max|per_thread_max)\[tid\] = s", spec.source):
+            partials += 1
+            assert "partial result" in doc, spec.source
+    assert errors >= 3 and partials >= 3

@@ -154,7 +154,8 @@ def atomic_reduction(rng, name, suffix, complexity):
     total = p.array(rng.choice(("total", "result", "loss" if "error" in words else "total_sum")), fl.scalar, "out",
                     shape=(1,))
     p.add(f"wp.atomic_add({total}, 0, {value})" if rng.random() < 0.6 else f"{total}[0] += {value}")
-    return p.finish(rng.choice(("reduce_sum", "sum_values", "accumulate")), p.kb.dims,
+    names = ("total_error", "sum_errors", "error_sum") if "error" in words else ("reduce_sum", "sum_values", "accumulate")
+    return p.finish(rng.choice(names), p.kb.dims,
                     purpose=f"Sum the {words} over all items into one value with an atomic add")
 
 
@@ -192,7 +193,7 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
         partial = p.array(rng.choice(("partial_max", "per_thread_max") if kind == "max" else ("partial_sums", "per_thread")),
                           fl.scalar, "out")
         p.add(f"{partial}[tid] = s")
-        p.note("keeps each thread's partial result")
+        p.note("writes each thread's partial result too")  # another output: always said
     base = {"max": ("strided_max_abs", "grid_stride_max", "reduce_max_strided")}.get(
         kind, ("strided_mean", "grid_stride_mean") if mean else ("strided_sum", "grid_stride_reduce", "reduce_strided"))
     return p.finish(rng.choice(base), p.kb.dims, purpose=purpose,
