@@ -6,7 +6,8 @@ executor (local processes or Ray) runs, none holding more than one part's record
   index       one task per part (``part_index``): ids, exclusion decisions, LSH band hashes and
               provenance keys of its records
   duplicates  one task per shard of content ids (``buckets.duplicates``): copies after the first
-  edges       one task per shard of band and key hashes (``buckets.edges``): near-duplicate and
+  sketch      this process (``buckets.sketch``): every band value counted by its low bits, once
+  edges       one task per range of band and key values (``buckets.edges``): near-duplicate and
               split links between records
   clusters    this process, over positions only: connected components of the links
   write       one task per part (``writers.write_pieces``): its kept records, in order, as pieces
@@ -30,8 +31,8 @@ LSH proposes the pairs (bands from ``dedup.bands`` at the lower of the two level
 threshold of 0.9, a pair at the threshold is missed with a probability of about 1e-7,
 a pair at the split threshold below 2e-3, as long as it shares a bucket of at most
 ``buckets.LARGE_BUCKET`` records or meets in a piece that small when larger buckets (made of
-boilerplate shingles) are cut by their members' other band values; pieces still larger are left out
-and counted in stats.json's ``merge.large_buckets_left_out``). This process holds counts and arrays over positions
+boilerplate shingles) are cut by their members' next band values, up to three times; pieces still
+larger are left out and counted in stats.json's ``merge.large_buckets_left_out``). This process holds counts and arrays over positions
 (a few bytes a record), never ids of all records, signatures or records.
 
 What it leaves out: the parts themselves (``local``, ``ray_executor``) and stats.json (``stats``).
