@@ -89,7 +89,7 @@ def band_hashes(signatures: np.ndarray, keys: Keys) -> np.ndarray:
 def index_part(out: str, part: int, keys: Keys, exclusions=None) -> dict:
     """Stage (a) for one part; returns ``{"part", "records", "excluded"}``. Skipped when done."""
     path = index_path(out, part)
-    if os.path.exists(path):
+    if os.path.exists(path) and os.path.exists(_path(out, "kin", part)):  # kin: written last of the key files
         with np.load(path) as done:
             return {"part": part, "records": int(len(done["ids"])), "excluded": int(done["excluded"].sum())}
     stored = writers.read_signatures(out, part) if keys.bands else None
