@@ -685,3 +685,19 @@ def test_reductions_are_named_and_described_by_what_they_write():
             partials += 1
             assert "partial result" in doc, spec.source
     assert errors >= 3 and partials >= 3
+
+
+def test_a_mesh_ray_caster_takes_its_camera_and_a_cohesion_gain_its_name():
+    """Round 21's two shared findings: the camera's place comes from the caller, and the gain that
+    steers boids to their neighbours' centre is not called alignment (velocity matching)."""
+    cameras = gains = 0
+    for i in range(300):
+        spec = _built("mesh_queries", i)
+        if "mesh_query_ray" in spec.source:
+            cameras += 1
+            assert re.search(r"ro = wp\.vec3\(0\.0, ([a-z_]+|0\.0), [a-z_]+\)", spec.source), spec.source
+        spec = _built("grid_neighbors", i)
+        if "centre / float(count)" in spec.source:
+            gains += 1
+            assert "alignment" not in spec.source and "blend" not in spec.source, spec.source
+    assert cameras >= 5 and gains >= 5

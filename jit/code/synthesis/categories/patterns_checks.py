@@ -334,7 +334,7 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
     hi = 120 if t.name == "int8" else w.pick(100, 1000)
     a = w.load("a", w.array(w.pick("numerators", "dividends", "values"), t, -hi, hi))
     if rng.random() < 0.6:
-        d = w.load("d", w.array(w.pick("divisors", "strides"), t, 1, 12))
+        d = w.load("d", w.array(w.pick("divisors", "denominators"), t, 1, 12))
         by, over = "a positive divisor", "divisors in [1, 12]"
     else:
         by = str(rng.randint(2, 9))

@@ -81,9 +81,11 @@ def _average(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     rng = p.rng
     v = p.array(rng.choice(("particle_v", "velocities")), T.VEC3F)
     radius = p.scalar(rng.choice(("radius", "neighbor_radius")), lo=0.1, hi=0.5)
-    blend = p.scalar(rng.choice(("blend", "alignment")), lo=0.0, hi=1.0)
-    if p.coin(0.35):
+    name = rng.choice(("blend", "alignment"))
+    if p.coin(0.35):  # a gain towards the neighbours' centre: named for it, not for velocity matching
+        blend = p.scalar({"blend": "cohesion", "alignment": "k_cohesion"}[name], lo=0.0, hi=1.0)
         return _cohesion(p, x, grid, v, radius, blend)
+    blend = p.scalar(name, lo=0.0, hi=1.0)
     weighted = p.pick(None, "linear", "quadratic")
     # the query returns every point of the cells the radius touches: keep those within it
     if weighted == "linear":  # a linear falloff, 1 at the particle and 0 at the radius
@@ -396,8 +398,10 @@ def _mesh_raycast(p: Pattern):
     if p.coin():
         dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=2.0, hi=5.0)
         p.add(f"ro = wp.vec3(0.0, 0.0, {dist})")
-    else:
-        p.add(f"ro = wp.vec3(0.0, {rng.choice(('0.0', '0.5', '1.0'))}, {rng.choice(('2.0', '4.0', '5.0'))})")
+    else:  # the camera's place is the caller's, as in the branch above
+        height = p.scalar(rng.choice(("camera_height", "cam_y")), lo=0.0, hi=1.0)
+        dist = p.scalar(rng.choice(("camera_distance", "cam_z")), lo=2.0, hi=5.0)
+        p.add(f"ro = wp.vec3(0.0, {height}, {dist})")
     if p.coin(0.4):
         fov = p.scalar("tan_half_fov", lo=0.3, hi=1.2)
         p.add(f"rd = wp.normalize(wp.vec3(sx * {fov}, sy * {fov}, -1.0))")
