@@ -66,13 +66,6 @@ def _shard_of(hashes: np.ndarray, shards: int) -> np.ndarray:
     return (hashes >> np.uint64(17)) % np.uint64(shards)  # the low bits already chose nothing else
 
 
-def _save(path: str, array: np.ndarray) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        np.save(f, array)
-    os.replace(tmp, path)
-
-
 def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], tag: str) -> str:
     """Positions of the copies (all but the first) of each content id in this shard."""
     path = os.path.join(part_index.merge_dir(out), f"duplicates-{tag}-{shard:04d}.npy")
@@ -89,7 +82,7 @@ def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], 
     order = np.lexsort((where, ids_all))
     ids_all, where = ids_all[order], where[order]
     copies = where[np.flatnonzero(ids_all[1:] == ids_all[:-1]) + 1]
-    _save(path, np.sort(copies))
+    writers.write_array(path, np.sort(copies))
     return path
 
 
@@ -126,12 +119,7 @@ class _Records:
         """The signatures of ``positions``, and their kin: the smallest hash of a record's provenance
         keys (records of one kin share a split group whatever their text), else minus its position."""
         rows, kin = [], []
-        which = np.searchsorted(self.starts, self.positions, side="right") - 1  # sorted, as the positions are
-        cuts = np.flatnonzero(np.diff(which)) + 1
-        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(which)]):
-            if lo == hi:
-                continue
-            number, start = self.parts[which[lo]]
+        for number, start, lo, hi in _by_part(self.parts, self.positions):
             stored = part_index.mapped(part_index.signature_path(self.out, number))
             mine = self.positions[lo:hi] - start
             rows.append(np.asarray(stored[mine]))
@@ -186,17 +174,13 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
     ends = [start for _, start in parts[1:]] + [np.iinfo(np.int64).max]
     for (number, start), end in zip(parts, ends):
         removed_here = gone[np.searchsorted(gone, start):np.searchsorted(gone, end)]
-        keys, rows, whole = part_index.keys_in(out, number, "bandkeys", low, high, 3)
-        positions = rows.astype(np.int64) + start
-        alive = ~np.isin(positions, removed_here)
-        band_keys.append(keys[alive])
-        band_positions.append(positions[alive])
-        wholes.append(whole[alive])
-        keys, rows = part_index.keys_in(out, number, "provkeys", low, high, 2)
-        positions = rows.astype(np.int64) + start
-        alive = ~np.isin(positions, removed_here)
-        key_hashes.append(keys[alive])
-        key_positions.append(positions[alive])
+        keys, positions, whole = _shard_keys(out, number, start, "bandkeys", 3, (low, high), removed_here)
+        band_keys.append(keys)
+        band_positions.append(positions)
+        wholes.append(whole)
+        keys, positions = _shard_keys(out, number, start, "provkeys", 2, (low, high), removed_here)
+        key_hashes.append(keys)
+        key_positions.append(positions)
     pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
     large = [g for g in groups if len(g) > LARGE_BUCKET]
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
@@ -219,8 +203,18 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
         found += [(int(members[0]), int(m), SPLIT) for m in members[1:]]
     figures = {"pairs": compared, "large": len(large), "left_out": left_out, "reads": reads}
     writers.write_json(counts, figures)
-    _save(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
+    writers.write_array(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
     return {"path": path, **figures}
+
+
+def _shard_keys(out: str, number: int, start: int, name: str, columns: int, key_range: tuple[int, int | None],
+                removed: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A part's keys in this shard's range (``part_index.keys_in``), their positions and any further
+    columns, the copies ``removed`` left out."""
+    keys, rows, *more = part_index.keys_in(out, number, name, *key_range, columns)
+    positions = rows.astype(np.int64) + start
+    kept = ~np.isin(positions, removed)
+    return keys[kept], positions[kept], *(m[kept] for m in more)
 
 
 def sketch(out: str, parts: list[tuple[int, int]], path: str) -> str:
@@ -239,7 +233,7 @@ def sketch(out: str, parts: list[tuple[int, int]], path: str) -> str:
             pending, count = [], 0
     if pending:
         sizes += np.bincount(np.concatenate(pending).astype(np.int64), minlength=SKETCH)
-    _save(path, np.minimum(sizes, np.iinfo(np.int32).max).astype(np.int32))
+    writers.write_array(path, np.minimum(sizes, np.iinfo(np.int32).max).astype(np.int32))
     return path
 
 
@@ -348,21 +342,26 @@ def _cut(large: list[np.ndarray], where: np.ndarray, table: np.ndarray,
 
 
 def _band_rows(out: str, parts: list[tuple[int, int]], positions: np.ndarray) -> np.ndarray:
-    """Every band value of the records at ``positions`` (one row each, in the order given)."""
-    starts = np.array([start for _, start in parts], dtype=np.int64)
-    which = np.searchsorted(starts, positions, side="right") - 1
-    order = np.argsort(which, kind="stable")
-    cuts = np.flatnonzero(np.diff(which[order])) + 1
+    """Every band value of the records at ``positions`` (sorted; one row each)."""
     rows = None
-    for mine in np.split(order, cuts):
-        if not len(mine):
-            continue
-        number, start = parts[which[mine[0]]]
+    for number, start, lo, hi in _by_part(parts, positions):
         bands = part_index.band_rows(out, number)
         if rows is None:
             rows = np.zeros((len(positions), bands.shape[1]), dtype=np.uint64)
-        rows[mine] = bands[positions[mine] - start]
+        rows[lo:hi] = bands[positions[lo:hi] - start]
     return rows
+
+
+def _by_part(parts: list[tuple[int, int]], positions: np.ndarray) -> Iterator[tuple[int, int, int, int]]:
+    """(part number, its first position, lo, hi) for each part holding some of the sorted
+    ``positions``, which are ``positions[lo:hi]``."""
+    starts = np.array([start for _, start in parts], dtype=np.int64)
+    which = np.searchsorted(starts, positions, side="right") - 1
+    cuts = (np.flatnonzero(np.diff(which)) + 1).tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, len(which)]):
+        if lo < hi:
+            number, start = parts[which[lo]]
+            yield number, start, lo, hi
 
 
 def _same_signatures(large: list[np.ndarray], positions: np.ndarray, wholes: np.ndarray) -> list[tuple[int, int, int]]:

@@ -140,19 +140,19 @@ def _write_keys(out: str, part: int, bands: np.ndarray, whole: np.ndarray, prove
     provenance hashes sorted, with their rows (records excluded are left out of both); every
     record's band values (``band_rows``) and kin (``kin``)."""
     alive = ~excluded
-    rows, cols = np.nonzero(alive[:, None] & np.ones(bands.shape, dtype=bool))
+    rows, cols = np.nonzero(np.broadcast_to(alive[:, None], bands.shape))
     values = bands[rows, cols]
     order = np.argsort(values, kind="stable")
-    rows = rows[order].astype(np.uint64)
-    writers.write_signatures(_path(out, "bandkeys", part), np.concatenate([values[order], rows, whole[rows.astype(np.int64)]]))
+    rows = rows[order]
+    writers.write_array(_path(out, "bandkeys", part), np.concatenate([values[order], rows.astype(np.uint64), whole[rows]]))
     mine = provenance[alive[provenance[:, 0].astype(np.int64)]] if len(provenance) else provenance
     order = np.argsort(mine[:, 1], kind="stable")
-    writers.write_signatures(_path(out, "provkeys", part), np.concatenate([mine[order, 1], mine[order, 0]]))
-    writers.write_signatures(_path(out, "bands", part), bands)
+    writers.write_array(_path(out, "provkeys", part), np.concatenate([mine[order, 1], mine[order, 0]]))
+    writers.write_array(_path(out, "bands", part), bands)
     smallest = np.full(len(excluded), np.iinfo(np.int64).max, dtype=np.int64)
     if len(provenance):
         np.minimum.at(smallest, provenance[:, 0].astype(np.int64), (provenance[:, 1] >> np.uint64(1)).astype(np.int64))
-    writers.write_signatures(_path(out, "kin", part), smallest)
+    writers.write_array(_path(out, "kin", part), smallest)
 
 
 def _path(out: str, name: str, part: int) -> str:

@@ -126,11 +126,16 @@ class PartWriter:
         write_json(done_path(self.out, self.part), stats)
 
 
-def write_signatures(path: str, rows: list[np.ndarray] | np.ndarray) -> None:
+def write_array(path: str, array: np.ndarray) -> None:
+    """``np.save`` under a temporary name, then renamed: a killed run leaves no torn array."""
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "wb") as f:  # a file object: np.save would add ".npy" to a name
-        np.save(f, np.stack(rows) if isinstance(rows, list) else rows)
+        np.save(f, array)
     os.replace(tmp, path)
+
+
+def write_signatures(path: str, rows: list[np.ndarray] | np.ndarray) -> None:
+    write_array(path, np.stack(rows) if isinstance(rows, list) else rows)
 
 
 def write_shingles(path: str, rows: list[np.ndarray]) -> None:
@@ -138,7 +143,7 @@ def write_shingles(path: str, rows: list[np.ndarray]) -> None:
     record's hashes start (the last is the array's length), then the hashes (``part_index.shingle_row``)."""
     lengths = np.array([len(r) for r in rows], dtype=np.uint64)
     starts = len(rows) + 1 + np.concatenate(([0], np.cumsum(lengths))).astype(np.uint64)
-    write_signatures(path, np.concatenate([starts, *rows]).astype(np.uint64))
+    write_array(path, np.concatenate([starts, *rows]).astype(np.uint64))
 
 
 def read_signatures(out: str, part: int) -> np.ndarray | None:

@@ -159,7 +159,7 @@ def grid_stencil(rng, name, suffix, complexity):
             p.add(*(f"{d} = ({nb[2 * a + 1]}[{a}] - {nb[2 * a]}[{a}]){central}" for a, d in enumerate(axes)),
                   f"div_u = {' + '.join(axes)}")
         if p.chance(0.35):  # the right-hand side of the pressure Poisson equation: -rho / dt * div
-            rng.choice(("density", "rho"))  # the draw the two parameters took: later choices stay as they were
+            rng.choice(("density", "rho"))  # the draw version 25's density name took: the later draws stay as they were
             scale = p.scalar(rng.choice(("rhs_scale", "pressure_scale")), lo=-200.0, hi=-10.0)
             p.why(f"{scale} = -rho / dt, one value for the whole grid, from the caller")
             p.add(f"div_u = {scale} * div_u")
