@@ -40,7 +40,7 @@ def laid_out(source: str, width: int) -> str | None:
     plain_rows = _one_line_statements(tokens)
     text_rows = _docstring_rows(tokens)
     out: list[str] = []
-    long_text: set[int] = set()  # indexes in ``out`` of docstring lines past the limit
+    long_text: set[str] = set()  # docstring lines past the limit, kept as black keeps them
     row = 1  # 1-based line number in ``lines``
     while row <= len(lines):
         sig = signatures.get(row)
@@ -54,7 +54,7 @@ def laid_out(source: str, width: int) -> str | None:
             continue
         line = lines[row - 1]
         if len(line) > width and row in text_rows:  # black leaves a docstring's lines as they are
-            long_text.add(len(out))
+            long_text.add(line)
             out.append(line)
         elif len(line) > width:
             split = _statement(line, width) if row in plain_rows else None
@@ -68,12 +68,9 @@ def laid_out(source: str, width: int) -> str | None:
         out.pop()
     while out and not out[0].strip():
         out.pop(0)
-        long_text = {k - 1 for k in long_text}
-    cut = _cut_blank_runs(out)
-    if cut != out:
-        long_text, out = set(), cut  # the indexes moved (rare: the check below declines then)
+    out = _cut_blank_runs(out)
     if not out or not _blank_lines_kept(out) or any(
-            (len(line) > width and k not in long_text) or line != line.rstrip() for k, line in enumerate(out)):
+            (len(line) > width and line not in long_text) or line != line.rstrip() for line in out):
         return None
     return "\n".join(out) + "\n"
 
