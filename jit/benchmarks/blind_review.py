@@ -5,7 +5,8 @@
 
 ``sample`` draws N records of a generated dataset folder, stratified by ``metadata.source`` in
 proportion to the dataset's mix, and N real kernels from the *measure* half of the reference
-corpus (``reference``: the half the generator never reads, so no item is a mutant of another).
+corpus (``reference``: the half the generator never reads, so no item is a mutant of another);
+``--real non-test`` draws them from outside test files only (examples, library code).
 A real kernel is eligible when the generator could have used it as a mutation seed: self-contained
 and not generic; what a reviewer sees of it is its context (imports, constants, structs, helpers,
 kernel), the same shape as a generated record's ``python_source``. Generated names lose their
@@ -93,19 +94,35 @@ def source_of(record: dict) -> str:
     return (record.get("metadata") or {}).get("source") or "unknown"
 
 
-def real_pool() -> list[reference.RealKernel]:
-    """Measure-half kernels a reviewer can read alone, one per distinct context text."""
+REAL_POOLS = ("all", "non-test")
+
+
+def is_test_file(path: str) -> bool:
+    return "/tests/" in f"/{path}" or Path(path).name.startswith("test_")
+
+
+def real_pool(which: str = "all") -> list[reference.RealKernel]:
+    """Measure-half kernels a reviewer can read alone, one per distinct context text.
+
+    ``which="non-test"`` keeps only kernels outside test files (examples, library code): the real
+    code that computes something, the genre the default mix is made of. Drawn from ``all``, the
+    real half is mostly feature tests (639 of 711 eligible kernels of warp-lang 1.19), so a
+    reviewer can tell the origins apart by genre alone.
+    """
+    if which not in REAL_POOLS:
+        raise BlindReviewError(f"--real must be one of {', '.join(REAL_POOLS)}, not {which!r}")
     seen: dict[str, reference.RealKernel] = {}
     for k in reference.kernels("measure"):
-        if k.self_contained and not k.generic:
+        if k.self_contained and not k.generic and (which == "all" or not is_test_file(k.path)):
             seen.setdefault(k.context, k)
     return sorted(seen.values(), key=lambda k: (k.path, k.line))
 
 
-def draw_real(n: int, seed: int) -> list[reference.RealKernel]:
-    pool = real_pool()
+def draw_real(n: int, seed: int, which: str = "all") -> list[reference.RealKernel]:
+    pool = real_pool(which)
     if n > len(pool):
-        raise BlindReviewError(f"the measure half has {len(pool)} eligible real kernels, fewer than --n {n}")
+        raise BlindReviewError(f"the measure half has {len(pool)} eligible real kernels ({which}), "
+                               f"fewer than --n {n}; lower --n")
     return random.Random(f"{seed}:real").sample(pool, n)
 
 
@@ -134,20 +151,21 @@ def items_markdown(names: list[str], sources: list[str]) -> str:
     return "# Kernels for review\n\nThe brief (`brief.md`) says what to answer for each item.\n\n" + "\n".join(sections)
 
 
-def sample(dataset: Path, n: int, seed: int, out: Path) -> dict:
+def sample(dataset: Path, n: int, seed: int, out: Path, real: str = "all") -> dict:
     """Write the items, the brief and the key of one blind review to ``out``; returns the key."""
     if n < 1:
         raise BlindReviewError(f"--n must be at least 1, not {n}")
+    reals = draw_real(n, seed, real)  # a bad --real or --n fails before the dataset is read
     records = list(read_dataset(str(dataset)))
     if not records:
         raise BlindReviewError(f"{dataset} holds no dataset records (expected {dataset}/data/train-*.jsonl)")
-    items = make_items(draw_generated(records, n, seed), draw_real(n, seed), seed)
+    items = make_items(draw_generated(records, n, seed), reals, seed)
     names = item_names(len(items))
     mix: dict[str, int] = {}
     for r in records:
         mix[source_of(r)] = mix.get(source_of(r), 0) + 1
     key = {"dataset": str(dataset), "seed": seed, "n": n, "dataset_mix": dict(sorted(mix.items())),
-           "reference": {**reference.distribution(), "half": "measure"},
+           "reference": {**reference.distribution(), "half": "measure", "pool": real},
            "items": {name: entry for name, (_, entry) in zip(names, items)}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "items.md").write_text(items_markdown(names, [text for text, _ in items]), encoding="utf-8")
@@ -286,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--n", type=int, default=30, help="kernels of each origin (default 30)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", type=Path, required=True, help="the review folder to write")
+    s.add_argument("--real", choices=REAL_POOLS, default="all",
+                   help="which real kernels to draw: all eligible ones of the measure half (mostly "
+                        "feature tests), or non-test ones only (examples, library code)")
     c = commands.add_parser("score", help="score reviewers' answers against a review folder's key")
     c.add_argument("folder", type=Path, help="a folder written by `sample`")
     c.add_argument("answers", type=Path, nargs="+", help="one answers JSON file per reviewer")
@@ -293,14 +314,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "sample":
-            key = sample(args.dataset, args.n, args.seed, args.out)
+            key = sample(args.dataset, args.n, args.seed, args.out, args.real)
             drawn: dict[str, int] = {}
             for entry in key["items"].values():
                 if entry["origin"] == "generated":
                     drawn[entry["source"]] = drawn.get(entry["source"], 0) + 1
             print(f"wrote {len(key['items'])} items to {args.out} (seed {args.seed}): {args.n} generated ("
                   + ", ".join(f"{s} {k}" for s, k in sorted(drawn.items()))
-                  + f"), {args.n} real from the measure half of warp-lang {key['reference']['version']}")
+                  + f"), {args.n} real ({args.real}) from the measure half of warp-lang "
+                  + key["reference"]["version"])
         else:
             print(render(score(args.folder, args.answers)))
             print(f"\nwrote {args.folder / 'scores.json'}")

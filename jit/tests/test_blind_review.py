@@ -149,6 +149,32 @@ def test_key_matches_items(dataset, tmp_path):
     assert key["dataset_mix"] == {"mutants": 4, "patterns": 2}
 
 
+def test_the_non_test_pool_draws_only_from_outside_test_files(dataset, tmp_path, monkeypatch):
+    tests = reference.kernels_of(REAL_TEXT, "warp/tests/test_fake_real.py")
+    examples = reference.kernels_of(REAL_TEXT.replace("def ", "def ex_"), "warp/examples/fake/example_fake.py")
+    monkeypatch.setattr(reference, "kernels", lambda half=None: tests + examples if half == "measure" else [])
+    assert br.main(["sample", str(dataset), "--n", "3", "--seed", "1", "--out", str(tmp_path / "all")]) == 0
+    assert br.main(["sample", str(dataset), "--n", "3", "--seed", "1", "--out", str(tmp_path / "nt"),
+                    "--real", "non-test"]) == 0
+    chosen = {}
+    for name in ("all", "nt"):
+        key = json.loads((tmp_path / name / "key.json").read_text())
+        chosen[name] = [e["file"] for e in key["items"].values() if e["origin"] == "real"]
+        assert key["reference"]["pool"] == {"all": "all", "nt": "non-test"}[name]
+    assert chosen["nt"] == ["warp/examples/fake/example_fake.py"] * 3
+    assert {e.path for e in br.real_pool("all")} == {"warp/tests/test_fake_real.py", "warp/examples/fake/example_fake.py"}
+    assert br.is_test_file("warp/tests/tile/test_tile.py") and br.is_test_file("pkg/test_x.py")
+    assert not br.is_test_file("warp/examples/fem/example_diffusion.py")
+
+
+def test_too_few_real_kernels_fail_with_one_line_and_write_nothing(dataset, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert br.main(["sample", str(dataset), "--n", "3", "--real", "non-test", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "0 eligible real kernels (non-test)" in err[0] and "--n 3" in err[0]
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("counts, n, expected", [
     ({"mutants": 4, "patterns": 2}, 3, {"mutants": 2, "patterns": 1}),
     ({"a": 78, "b": 58, "c": 41, "d": 23}, 30, {"a": 12, "b": 9, "c": 6, "d": 3}),
