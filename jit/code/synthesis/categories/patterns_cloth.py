@@ -90,20 +90,22 @@ def _vertex_normals(p: Pattern, names: list[str], n_vertices: int, weights: str)
     """Area-weighted, unit or angle-weighted face normals scattered to vertices, normalised by a later pass."""
     rng = p.rng
     normals = p.array(rng.choice(("vertex_normals", "normals")), T.VEC3F, "out", shape=(n_vertices,))
-    measured = weights != "angle" and p.chance(0.3)  # each triangle's area, for mass or quadrature weights
+    # at most one output besides the vertex normals: each triangle's area, its unit normal, or the
+    # lumped (mass) area of each vertex; a kernel that writes more is split in two
+    extra = p.pick(*(("faces",) if weights == "angle" else ("areas", "faces", "lumped"))) if p.chance(0.4) else None
+    measured = extra in ("areas", "lumped")  # the length of n taken: the area and the unit normal from it
+    faces = None
     if measured:
-        tri_areas = p.array(rng.choice(("tri_areas", "face_areas")), T.FLOAT32, "out")
-        p.add("n_len = wp.length(n)", f"{tri_areas}[tid] = 0.5 * n_len")
-        p.note("writes each triangle's area")
-    faces = p.array(rng.choice(("face_normals", "tri_normals")), T.VEC3F, "out") if p.chance(0.3) else None
-    if faces:
-        p.note("writes the unit face normals too")
-    # a third of the triangle's area (|n| / 2) to each corner: the lumped (mass) area
-    lumped = weights != "angle" and p.chance(0.3)
-    if lumped and not measured:
         p.add("n_len = wp.length(n)")
-        measured = True
-    if lumped:
+    if extra == "areas":
+        tri_areas = p.array(rng.choice(("tri_areas", "face_areas")), T.FLOAT32, "out")
+        p.add(f"{tri_areas}[tid] = 0.5 * n_len")
+        p.note("writes each triangle's area")
+    elif extra == "faces":
+        faces = p.array(rng.choice(("face_normals", "tri_normals")), T.VEC3F, "out")
+        p.note("writes the unit face normals too")
+    lumped = extra == "lumped"
+    if lumped:  # a third of the triangle's area (|n| / 2) to each corner
         p.add("a = n_len / 6.0")
     # the length, once taken, also makes the unit normal; a degenerate triangle's unit normal then
     # jumps, so no gradient check (wp.normalize's adjoint is zero there)

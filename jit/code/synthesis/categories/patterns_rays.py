@@ -1,8 +1,9 @@
 """Pattern family of ray casting: one thread per pixel of a pinhole camera, against spheres, an
 axis-aligned box and a ground plane, writing a depth image or a diffuse-shaded one.
 
-The hit tests are ``@wp.func`` helpers (the half-b or full quadratic for spheres, the slab test
-for boxes); a pixel that sees nothing gets the far distance, 0 or the sky. See ``patterns`` for
+The hit tests are ``@wp.func`` helpers (the half-b quadratic for spheres, as rays are unit, the
+slab test for boxes); each gives the first hit ahead of the origin, the exit when the origin is
+inside. A pixel that sees nothing gets the far distance, 0 or the sky. See ``patterns`` for
 how a pattern family is written. What it leaves out: meshes (``patterns_geometry``), shadows
 and reflections.
 """
@@ -17,29 +18,33 @@ from jit.code.synthesis.categories.patterns import INDENT, Pattern, flavour, fmt
 
 
 def sphere_hit(p: Pattern) -> str:
-    """A ``@wp.func`` ray-sphere test returning the nearest hit distance or -1, in one of its forms."""
+    """A ``@wp.func`` ray-sphere test returning the distance to the first hit ahead of the origin, or a
+    value <= 0 for none. The caller passes a unit ``rd``, so the quadratic is the half-b form (a = 1);
+    from inside the sphere the near root is behind the origin and the ray leaves through the far one."""
     name = p.name(p.rng.choice(("intersect_sphere", "ray_sphere", "hit_sphere")))
-    if p.coin():  # half-b form for a unit direction
-        body = ["oc = ro - center", "b = wp.dot(oc, rd)", "c = wp.dot(oc, oc) - radius * radius", "disc = b * b - c"]
-        root = "-b - wp.sqrt(disc)"
-    else:  # the full quadratic, direction of any length
-        body = ["oc = ro - center", "a = wp.dot(rd, rd)", "b = 2.0 * wp.dot(oc, rd)",
-                "c = wp.dot(oc, oc) - radius * radius", "disc = b * b - 4.0 * a * c"]
-        root = "(-b - wp.sqrt(disc)) / (2.0 * a)"
+    body = ["oc = ro - center", "b = wp.dot(oc, rd)",
+            "c = " + p.pick("wp.dot(oc, oc)", "wp.length_sq(oc)") + " - radius * radius", "disc = b * b - c"]
     if p.coin():
-        body += ["if disc < 0.0:", f"{INDENT}return -1.0", f"return {root}"]
+        body += ["if disc < 0.0:", f"{INDENT}return -1.0", "h = wp.sqrt(disc)", "t = -b - h",
+                 "# the origin inside the sphere: the near root is behind it, the ray leaves through the far one",
+                 "if t < 0.0:", f"{INDENT}t = -b + h", "return t"]
     else:
-        body += [f"return wp.where(disc < 0.0, -1.0, {root.replace('wp.sqrt(disc)', 'wp.sqrt(wp.max(disc, 0.0))')})"]
+        body += ["h = wp.sqrt(wp.max(disc, 0.0))", "t_near = -b - h",
+                 "# from inside the sphere the near root is behind the origin: the far root is the hit",
+                 "t = wp.where(t_near > 0.0, t_near, -b + h)", "return wp.where(disc < 0.0, -1.0, t)"]
     lines = "\n".join(INDENT + b for b in body)
     p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, center: wp.vec3, radius: float):\n{lines}\n")
     return name
 
 
 def box_hit(p: Pattern) -> str:
-    """A ``@wp.func`` slab test against an axis-aligned box, by loop over axes or per component."""
+    """A ``@wp.func`` slab test against an axis-aligned box, by loop over axes or per component: the
+    distance to where the ray enters the box, or where it leaves it when the origin is inside; -1 for
+    a miss, or a box beyond ``t_max``."""
     name = p.name(p.rng.choice(("intersect_box", "ray_aabb", "slab_test")))
     if p.coin():  # t1 starts at the far limit the caller passes
-        body = ["t0 = float(0.0)", "t1 = t_max", "for axis in range(3):",
+        body = ["# an entry behind the origin leaves t0 negative: the origin is inside the box",
+                "t0 = -t_max", "t1 = t_max", "for axis in range(3):",
                 f"{INDENT}# a direction parallel to the slab gets a tiny component of its own sign",
                 f"{INDENT}d = wp.where(wp.abs(rd[axis]) > 1.0e-6, rd[axis], wp.where(rd[axis] < 0.0, -1.0e-6, 1.0e-6))",
                 f"{INDENT}ta = (lower[axis] - ro[axis]) / d", f"{INDENT}tb = (upper[axis] - ro[axis]) / d",
@@ -49,9 +54,14 @@ def box_hit(p: Pattern) -> str:
                 "inv = wp.cw_div(wp.vec3(1.0), rd)",
                 "ta = wp.cw_mul(lower - ro, inv)", "tb = wp.cw_mul(upper - ro, inv)",
                 "tmin = wp.min(ta, tb)", "tmax = wp.max(ta, tb)",
-                "t0 = wp.max(wp.max(tmin[0], tmin[1]), wp.max(tmin[2], 0.0))",
+                "t0 = wp.max(wp.max(tmin[0], tmin[1]), tmin[2])",
                 "t1 = wp.min(wp.min(wp.min(tmax[0], tmax[1]), tmax[2]), t_max)"]
-    body += ["if t0 > t1:", f"{INDENT}return -1.0", "return t0"]
+    body += ["# no overlap of the slabs, or the whole box behind the origin", "if t0 > t1 or t1 < 0.0:",
+             f"{INDENT}return -1.0"]
+    body += p.pick(["# the origin inside the box: the entry is behind it, the ray leaves at t1",
+                    "return wp.where(t0 > 0.0, t0, t1)"],
+                   ["# the origin is inside the box: the hit is where the ray leaves it",
+                    "if t0 < 0.0:", f"{INDENT}return t1", "return t0"])
     lines = "\n".join(INDENT + b for b in body)
     p.func(f"@wp.func\ndef {name}(ro: wp.vec3, rd: wp.vec3, lower: wp.vec3, upper: wp.vec3, t_max: float):\n{lines}\n")
     return name
@@ -147,7 +157,8 @@ def ray_cast(rng, name, suffix, complexity):
     else:  # a distance no hit reaches: pixels still at it saw nothing
         far = "no_hit"
         p.add("no_hit = 1.0e6")
-    p.add(f"t_min = {far}")
+    near = p.pick("t_hit", "closest", "nearest")  # the distance to the nearest hit so far
+    p.add(f"{near} = {far}")
     if normal:
         p.add("n = wp.vec3(0.0)")
     if rng.random() < 0.75:
@@ -166,7 +177,7 @@ def ray_cast(rng, name, suffix, complexity):
             center, radius = f"{centers}[s]", f"{radii}[s]"
         scene = "spheres"
         p.add(f"{INDENT}t = {hit}({ro}, rd, {center}, {radius})",
-              f"{INDENT}if t > 0.0 and t < t_min:", f"{INDENT * 2}t_min = t",
+              f"{INDENT}if t > 0.0 and t < {near}:", f"{INDENT * 2}{near} = t",
               normal and f"{INDENT * 2}n = " + p.pick(f"wp.normalize({ro} + rd * t - {center})",
                                                        f"({ro} + rd * t - {center}) / {radius}"))
     else:
@@ -174,22 +185,23 @@ def ray_cast(rng, name, suffix, complexity):
         hit = box_hit(p)
         lower = p.scalar("box_lower", T.VEC3F, lo=-1.0, hi=-0.2)
         upper = p.scalar("box_upper", T.VEC3F, lo=0.2, hi=1.0)
-        p.add(f"t = {hit}({ro}, rd, {lower}, {upper}, t_min)", "if t > 0.0:", f"{INDENT}t_min = t")
+        # only a hit nearer than the nearest so far counts: that is the slab test's far limit
+        p.add(f"t = {hit}({ro}, rd, {lower}, {upper}, {near})", "if t > 0.0:", f"{INDENT}{near} = t")
         if normal:  # the normal of the face hit, not the direction from the centre
             p.add(f"{INDENT}n = {box_normal(p)}({ro} + rd * t, {lower}, {upper})")
     if p.chance(0.5):  # a ground plane below the objects
         ground = p.scalar(rng.choice(("ground_height", "floor_y")), lo=-2.0, hi=-1.0)
         scene += " over a ground plane"
         p.add("if rd[1] < 0.0:", f"{INDENT}tp = ({ground} - {ro}[1]) / rd[1]",
-              f"{INDENT}if tp > 0.0 and tp < t_min:", f"{INDENT * 2}t_min = tp",
+              f"{INDENT}if tp > 0.0 and tp < {near}:", f"{INDENT * 2}{near} = tp",
               normal and f"{INDENT * 2}n = wp.vec3(0.0, 1.0, 0.0)")
-    hit_any = f"t_min < {far}"
+    hit_any = f"{near} < {far}"
     if is_depth:
         p.note("writes 0 where the ray hits nothing")
         if p.coin():
-            p.add(f"{image}[i, j] = wp.where({hit_any}, t_min, 0.0)")
+            p.add(f"{image}[i, j] = wp.where({hit_any}, {near}, 0.0)")
         else:
-            p.add(f"if {hit_any}:", f"{INDENT}{image}[i, j] = t_min", "else:", f"{INDENT}{image}[i, j] = 0.0")
+            p.add(f"if {hit_any}:", f"{INDENT}{image}[i, j] = {near}", "else:", f"{INDENT}{image}[i, j] = 0.0")
     else:
         value = shade(p, normal)
         if p.chance(0.4):
@@ -202,7 +214,7 @@ def ray_cast(rng, name, suffix, complexity):
         p.add(f"{image}[i, j] = {value}")
         if p.chance(0.25):
             depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2)
-            p.add(f"{depth}[i, j] = t_min")
+            p.add(f"{depth}[i, j] = {near}")
             p.note("writes the hit distance too")
     what = "the hit distance along each ray" if is_depth else "a diffuse-shaded image"
     # renders are discontinuous at silhouettes: no gradient check

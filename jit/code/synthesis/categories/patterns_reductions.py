@@ -54,11 +54,20 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
         a = p.array(rng.choice(("values", "data", "samples")), fl.scalar, ndim=nd)
         p.add(f"value = {a}[{at}]")
     local = LOCALS[kind]
-    if not two_d and p.chance(0.2):  # a per-item weight
-        w = p.array(rng.choice(("item_weights", "scale_factors")), fl.scalar, lo=0.0, hi=1.0)
+    if not two_d and kind != "kinetic" and p.chance(0.2):  # a per-sample weight (a kinetic energy has its mass)
+        w = p.array(rng.choice(("weights", "sample_weights")), fl.scalar, lo=0.0, hi=1.0)
         p.add(f"{local} = {local} * {w}[tid]")
         return local, "weighted " + VALUE_WORDS[kind]
     return local, VALUE_WORDS[kind]
+
+
+# what a sum of one kind of value is called: its kernel's names and its output's
+SUM_NAMES = {"energy": (("sum_kinetic_energy", "total_kinetic_energy", "compute_kinetic_energy"),
+                        ("kinetic_energy", "total_energy", "energy_sum")),
+             "sq": (("sum_squares", "sum_of_squares", "squared_norm"), ("sum_sq", "norm_sq", "total")),
+             "length": (("sum_lengths", "sum_vector_lengths"), ("total_length", "length_sum")),
+             "dist": (("sum_distances", "accumulate_distances"), ("total_distance", "distance_sum")),
+             "value": (("reduce_sum", "sum_values", "sum_array"), ("total", "result", "total_sum"))}
 
 
 @register("atomic_reduction", 1.0, source="patterns")
@@ -72,10 +81,11 @@ def atomic_reduction(rng, name, suffix, complexity):
         return _strided_sum(p)
     if not two_d:
         p.guard("tid", None, (rng.choice(("n", "num_values", "num_items")), p.kb.dims[0]), p=0.1)
+    masked = ""  # which items count, for the purpose: all of them, or those the mask keeps
     if kind not in ("histogram", "bounds") and p.chance(0.3) and not two_d:
         mask = p.array(rng.choice(("active", "mask", "flags")), T.INT32, lo=0, hi=1)
         p.add(f"if {mask}[tid] == 0:", f"{INDENT}return")
-        p.note(f"skips items whose {mask} entry is 0")
+        masked = f"whose {mask} entry is nonzero"
     if kind == "histogram":
         return _histogram(p)
     if kind == "bounds":
@@ -108,8 +118,9 @@ def atomic_reduction(rng, name, suffix, complexity):
         extreme = "max" if fn == "atomic_max" else "min"
         out = p.array(rng.choice((f"{extreme}_value", "result", f"global_{extreme}")), fl.scalar, "inout", shape=(1,))
         p.add(f"wp.{fn}({out}, 0, {value})")
+        of = f" of the items {masked}" if masked else ""
         return p.finish(rng.choice((f"reduce_{extreme}", f"find_{extreme}", f"{extreme}_reduce")), p.kb.dims,
-                        purpose=f"Reduce the {words} to their {'maximum' if extreme == 'max' else 'minimum'} "
+                        purpose=f"Reduce the {words}{of} to their {'maximum' if extreme == 'max' else 'minimum'} "
                                 "with an atomic, on top of what the output holds",
                         differentiable=False)
     if kind == "count":
@@ -128,13 +139,15 @@ def atomic_reduction(rng, name, suffix, complexity):
             ids = p.array(rng.choice(("selected", "active_ids", "compacted")), T.INT32, "out",
                           shape=(p.kb.dims[0],))
             p.add(f"if {test}:", f"{INDENT}slot = wp.atomic_add({count}, 0, 1)", f"{INDENT}{ids}[slot] = tid")
+            also = f"{masked} and " if masked else ""
             return p.finish(rng.choice(("compact", "select_active", "stream_compact")), p.kb.dims,
-                            purpose=f"Stream-compact the indices of items whose {words} exceed {threshold}, "
+                            purpose=f"Stream-compact the indices of items {also}whose {words} exceed {threshold}, "
                                     "taking slots from an atomic counter",
                             differentiable=False)
         p.add(f"if {test}:", f"{INDENT}wp.atomic_add({count}, 0, 1)")
+        also = f"{masked} and " if masked else ""
         return p.finish(rng.choice(("count_above", "count_active", "threshold_count")), p.kb.dims,
-                        purpose=f"Count the items whose {words} exceed {threshold}", differentiable=False)
+                        purpose=f"Count the items {also}whose {words} exceed {threshold}", differentiable=False)
     if kind == "segment":
         n_seg = rng.randint(2, 8)
         key, total, owner, bases = rng.choice((
@@ -144,19 +157,23 @@ def atomic_reduction(rng, name, suffix, complexity):
         seg = p.array(key, T.INT32, lo=0, hi=n_seg - 1)
         sums = p.array(total, fl.scalar, "out", shape=(n_seg,))
         p.add(f"wp.atomic_add({sums}, {seg}[tid], {value})")
+        of = f" of the items {masked}" if masked else ""
         return p.finish(rng.choice(bases), p.kb.dims,
-                        purpose=f"Sum the {words} per {owner}, keyed by each item's {owner} id")
+                        purpose=f"Sum the {words}{of} per {owner}, keyed by each item's {owner} id")
     if kind == "rows":
         sums = p.array(rng.choice(("row_sums", "totals")), fl.scalar, "out", shape=(p.kb.dims[0],))
         p.add(f"wp.atomic_add({sums}, i, {value})" if rng.random() < 0.5 else f"{sums}[i] += {value}")
         return p.finish(rng.choice(("sum_rows", "row_reduce", "reduce_rows")), p.kb.dims,
                         purpose=f"Sum the {words} of each row of a 2-D array into one entry per row")
-    total = p.array(rng.choice(("total", "result", "loss" if "error" in words else "total_sum")), fl.scalar, "out",
-                    shape=(1,))
+    if "error" in words:
+        names, totals = ("total_error", "sum_errors", "error_sum"), ("loss", "total_error", "result")
+    else:
+        names, totals = SUM_NAMES[value]
+    total = p.array(rng.choice(totals), fl.scalar, "out", shape=(1,))
     p.add(f"wp.atomic_add({total}, 0, {value})" if rng.random() < 0.6 else f"{total}[0] += {value}")
-    names = ("total_error", "sum_errors", "error_sum") if "error" in words else ("reduce_sum", "sum_values", "accumulate")
     return p.finish(rng.choice(names), p.kb.dims,
-                    purpose=f"Sum the {words} over all items into one value with an atomic add")
+                    purpose=f"Sum the {words} over {f'the items {masked}' if masked else 'all items'} into one value "
+                            "with an atomic add")
 
 
 def _strided_sum(p: Pattern) -> KernelBuilder:

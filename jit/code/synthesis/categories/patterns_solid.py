@@ -44,6 +44,17 @@ def launch_n(rng) -> int:
     return rng.choice((8, 16, 32, 64))
 
 
+def item_count(p: Pattern, name: str) -> int:
+    """How many items (rows, blocks) the kernel's arrays hold: the launch size, or, when the launch is
+    rounded up to whole blocks, fewer, with an early exit for the threads past the last item that
+    compares with the count parameter ``name`` (a guard against the launch size could never fire)."""
+    n = p.kb.dims[0]
+    if p.chance(0.15):
+        n -= p.rng.randint(1, n // 4)
+        p.add(f"if tid >= {p.count(name, n)}:", f"{INDENT}return")
+    return n
+
+
 def _covariance(p: Pattern):
     """Assemble a 3x3 matrix from outer products over a fixed neighbourhood, then use it."""
     rng, fl = p.rng, p.fl
@@ -141,15 +152,15 @@ def _covariance(p: Pattern):
 def _jacobi(p: Pattern):
     """A fixed number of Jacobi (or Gauss-Seidel) sweeps on a diagonally dominant per-thread 3x3 system."""
     rng, fl = p.rng, p.fl
-    mats = p.array(rng.choice(("matrices", "A", "blocks")), fl.mat, lo=-1.0, hi=1.0)
-    b = p.array(rng.choice(("rhs", "b")), fl.vec)
+    n = item_count(p, "num_blocks")
+    mats = p.array(rng.choice(("matrices", "A", "blocks")), fl.mat, lo=-1.0, hi=1.0, shape=(n,))
+    b = p.array(rng.choice(("rhs", "b")), fl.vec, shape=(n,))
     shift = p.scalar(rng.choice(("diagonal_shift", "mass_shift")), lo=4.0, hi=8.0)
     iters = str(rng.randint(2, 8)) if p.coin(0.6) else p.scalar(rng.choice(("iterations", "num_iters")), T.INT32, lo=2, hi=8)
-    p.guard("tid", mats, ("num_blocks", p.kb.dims[0]))
     p.add(p.pick(f"M = {mats}[tid] + {identity(fl)} * {shift}",
                  f"M = {mats}[tid] + wp.diag({fl.v}({shift}, {shift}, {shift}))"), f"f = {b}[tid]")
     if p.coin(0.3):
-        x0 = p.array(rng.choice(("x_init", "guess")), fl.vec)
+        x0 = p.array(rng.choice(("x_init", "guess")), fl.vec, shape=(n,))
         p.add(f"x = {x0}[tid]")
     else:
         p.add(f"x = {fl.v}()")
@@ -171,9 +182,9 @@ def _jacobi(p: Pattern):
     else:  # x += D^-1 (b - M x), with the diagonal as preconditioner
         p.add(f"d = {fl.v}(M[0, 0], M[1, 1], M[2, 2])", f"for _ in range({iters}):",
               f"{INDENT}res = f - M @ x", f"{INDENT}x = x + wp.cw_div(res, d)")
-    out = p.array(rng.choice(("x_out", "solution")), fl.vec, "out")
+    out = p.array(rng.choice(("x_out", "solution")), fl.vec, "out", shape=(n,))
     if p.chance(0.4):
-        res = p.array(rng.choice(("residual", "residual_norm")), fl.scalar, "out")
+        res = p.array(rng.choice(("residual", "residual_norm")), fl.scalar, "out", shape=(n,))
         p.add(f"{res}[tid] = {p.length('f - M @ x')}")
         p.note("writes the residual norm")
     p.add(f"{out}[tid] = x")
@@ -251,14 +262,13 @@ def _damped_least_squares(p: Pattern):
 def _ell_matvec(p: Pattern):
     """y = A x with A stored as ELL: a fixed number of (column, value) slots per row."""
     rng, fl = p.rng, p.fl
-    n, k = p.kb.dims[0], rng.randint(2, 7)
+    n, k = item_count(p, "num_rows"), rng.randint(2, 7)
     padded = p.coin(0.4)  # unused slots hold column -1
     flat = p.coin(0.4)  # slots stored row after row in 1-D arrays, with the slot count passed in
     shape = (n * k,) if flat else (n, k)
     cols = p.array(rng.choice(("columns", "col_indices")), T.INT32, lo=-1 if padded else 0, hi=n - 1, shape=shape)
     vals = p.array(rng.choice(("values", "coefficients")), fl.scalar, shape=shape)
-    x = p.array("x", fl.scalar)
-    p.guard("tid", x, ("num_rows", n))
+    x = p.array("x", fl.scalar, shape=(n,))
     zero = fl.lit(0.0) if fl.f64 else "float(0.0)"
     if flat:
         slots = p.count(rng.choice(("slots_per_row", "row_width")), k)
@@ -278,9 +288,9 @@ def _ell_matvec(p: Pattern):
         p.add(f"s += {vals}[{at}] * {x}[{cols}[{at}]]", indent=1)
     kind = p.pick("plain", "residual", "jacobi")
     y = p.array(rng.choice({"plain": ("y", "Ax", "result"), "residual": ("r", "residual"),
-                            "jacobi": ("x_new", "x_next")}[kind]), fl.scalar, "out")
+                            "jacobi": ("x_new", "x_next")}[kind]), fl.scalar, "out", shape=(n,))
     if kind == "residual":  # residual r = b - A x, as an iterative solver needs
-        b = p.array("b", fl.scalar)
+        b = p.array("b", fl.scalar, shape=(n,))
         p.add(f"res = {b}[tid] - s", f"{y}[tid] = res")
         purpose = "Compute the residual b - A x of a sparse matrix stored in ELL format, one row per thread"
         if p.chance(0.4):
@@ -288,11 +298,21 @@ def _ell_matvec(p: Pattern):
             p.add(f"wp.atomic_add({norm}, 0, res * res)")
             p.note("sums its squared norm")
     elif kind == "jacobi":  # one Jacobi step: the ELL part holds the off-diagonal entries, the diagonal apart
-        b = p.array("b", fl.scalar)
-        diag = p.array(rng.choice(("diag", "diagonal")), fl.scalar, lo=2.0, hi=4.0)
-        p.add(f"{y}[tid] = ({b}[tid] - s) / {diag}[tid]")
-        purpose = ("Take one Jacobi step x' = (b - R x) / D, with the off-diagonal part R stored in ELL format "
-                   "and the diagonal D apart")
+        b = p.array("b", fl.scalar, shape=(n,))
+        diag = p.array(rng.choice(("diag", "diagonal")), fl.scalar, lo=2.0, hi=4.0, shape=(n,))
+        purpose = ("Take one Jacobi step, dividing b - R x by the diagonal D, with the off-diagonal part R "
+                   "stored in ELL format and D apart")
+        if p.coin():  # a row with a zero pivot is left as it is, as solvers skip it
+            p.add(f"d = {diag}[tid]", f"if d != {fl.lit(0.0)}:", f"{INDENT}{y}[tid] = ({b}[tid] - s) / d",
+                  "else:", f"{INDENT}{y}[tid] = {x}[tid]")
+            p.why("a row with a zero diagonal entry has no Jacobi update: it keeps its value", f"d = {diag}[tid]")
+            p.note("leaves a row with a zero diagonal entry unchanged")
+        else:  # the caller's contract: a diagonally dominant matrix, whose diagonal has no zero
+            # a contract the caller must keep, so said whatever the author's habit with comments
+            p.add("# " + p.pick("the matrix is diagonally dominant, as Jacobi's method needs: no diagonal entry is zero",
+                                "D has no zero entry: the caller passes a diagonally dominant matrix"),
+                  f"{y}[tid] = ({b}[tid] - s) / {diag}[tid]")
+            purpose += "; the matrix must be diagonally dominant, so that D has no zero entry"
     else:
         p.add(f"{y}[tid] = s")
         purpose = "Multiply a sparse matrix stored in ELL format by a vector, one row per thread"
