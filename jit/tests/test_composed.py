@@ -23,6 +23,7 @@ import warp as wp
 from jit.code.checks import bounded
 from jit.code.checks import execute as ex
 from jit.code.extraction import warp_backend as wb
+from jit.code.synthesis.docs import summary
 from jit.code.synthesis.generator import CATEGORIES, generate
 from jit.code.synthesis.layout import format_source
 from jit.code.synthesis.pieces.base import plural
@@ -54,12 +55,17 @@ def test_every_category_draws(specs):
 
 
 def test_kernels_say_what_they_do(specs):
+    """Every record has its purpose; a docstring, where the author wrote one, opens with its summary."""
+    documented = 0
     for spec in specs:
         doc = ast.get_docstring(kernel_def(spec.source))
         purpose = spec.metadata["purpose"]
-        assert doc and purpose and len(purpose) > 30, spec.source
-        assert " ".join(doc.split()).startswith(" ".join(purpose.split())), (doc, purpose)
+        assert purpose and len(purpose) > 30, spec.source
+        if doc:
+            documented += 1
+            assert " ".join(doc.split()).startswith(summary(purpose)[0]), (doc, purpose)
         assert spec.metadata["pieces"], spec.name
+    assert 0.5 * len(specs) <= documented < len(specs)  # most, as authors document most kernels
 
 
 def test_sources_are_laid_out_and_replayable(specs):
@@ -441,3 +447,42 @@ def test_a_substep_loop_reads_no_array_and_repeats_no_steady_force():
         if seen >= 12:
             break
     assert seen >= 6
+
+
+def overwritten_stores(statements: list[ast.stmt]) -> list[str]:
+    """Array elements stored and then stored again later in the same block (or a block nested in
+    it) with no read of that array in between: the first store is a no-op on every path."""
+    found = []
+    for i, s in enumerate(statements):
+        target = s.targets[0] if isinstance(s, ast.Assign) and len(s.targets) == 1 else None
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            text, array = ast.unparse(target), target.value.id
+            for later in statements[i + 1:]:
+                read = any(isinstance(n, ast.Name) and n.id == array and not (
+                    isinstance(p, ast.Subscript) and isinstance(p.ctx, ast.Store) and p.value is n)
+                    for p in ast.walk(later) for n in ast.iter_child_nodes(p))
+                again = any(isinstance(n, ast.Assign) and any(ast.unparse(t) == text for t in n.targets)
+                            for n in ast.walk(later))
+                if again and not read:
+                    found.append(text)
+                if again or read:
+                    break
+        for field in ("body", "orelse"):
+            found += overwritten_stores(getattr(s, field, None) or [])
+    return found
+
+
+def test_no_array_element_is_stored_and_then_overwritten():
+    emitted = '''
+def emit(age, x, dt, life):
+    tid = wp.tid()
+    a = age[tid] + dt
+    age[tid] = a
+    if a > life:
+        x[tid] = wp.vec3()
+        age[tid] = 0.0
+'''
+    assert overwritten_stores(ast.parse(emitted).body[0].body) == ["age[tid]"]  # the check finds it
+    for spec in [generate(SEED, i, categories=["emit_particles"]) for i in range(40)] + [
+            generate(SEED, i, sources=[source]) for source in ("composed", "patterns") for i in range(150)]:
+        assert not overwritten_stores(kernel_def(spec.source).body), spec.source

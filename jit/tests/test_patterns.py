@@ -19,6 +19,7 @@ import warp as wp
 
 from jit.code.extraction import warp_backend as wb
 from jit.code.extraction.ir_extractor import extract_many
+from jit.code.synthesis.docs import docstring, summary
 from jit.code.synthesis.categories import patterns_particles as P
 from jit.code.synthesis.categories import patterns_cloth as C
 from jit.code.synthesis.categories import patterns_fluids as F
@@ -123,7 +124,7 @@ def _is_pair_force(src: str) -> bool:
 CONSERVING = [("spring_forces", lambda s: _is_pair_force(s) and "lam" not in s),  # not the mass-weighted PBD form
               ("fem_elements", _is_pair_force),
               ("cloth", lambda s: "bending" in s or "hinges" in s),
-              ("cloth", lambda s: "area" in s and "drag" not in s)]
+              ("cloth", lambda s: "area-preserving" in s)]
 
 
 @pytest.fixture(scope="module")
@@ -262,13 +263,19 @@ def _find_built(family: str, ok) -> SimpleNamespace:
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_kernel_says_what_it_computes(family):
-    """A docstring opening with the record's purpose, constants spelled as an author would."""
+    """A purpose in every record, a docstring opening with its summary where the author wrote one,
+    constants spelled as an author would."""
+    documented = 0
     for i in range(20):
         spec = _built(family, i)
         doc = ast.get_docstring(_kernel(spec.source))
         purpose = spec.metadata["purpose"]
-        assert doc and purpose and " ".join(doc.split()).startswith(purpose), spec.source
+        assert purpose, spec.source
+        if doc:
+            documented += 1
+            assert " ".join(doc.split()).startswith(summary(purpose)[0]), spec.source
         assert not re.search(r"\b\d+e-?0\d\b", spec.source), spec.source  # 1e-06 rather than 1.0e-6
+    assert documented >= 8, family  # 0.7 of 20 on average
 
 
 @pytest.fixture(scope="module")
@@ -277,8 +284,9 @@ def physics():
     specs = {
         "sph": _find_built("sph", lambda s: ("particle_a" in s or "accelerations" in s) and "visc" not in s
                            and "nu = " not in s and "rho0" not in s and "rest_density" not in s),
-        "cfl": _find_built("advection", lambda s: re.search(r"(cfl|courant)\[i, j\]", s) is not None
-                           and re.search(r"\b(inv_)?(dx|cell_size)\b", s) is not None),
+        "advect": _find_built("advection", lambda s: re.search(r"\b(inv_)?(dx|cell_size)\b", s) is not None
+                              and not re.search(r"dqdx|decay|dissipation|source|emitter|inflow|gravity|buoyancy|"
+                                                r"wp\.max\(value|vel_(out|next)", s)),
         "bend": _find_built("cloth", lambda s: "theta" in s and "dtheta" not in s),
     }
     handle = wb.define([s.source for s in specs.values()], "test_patterns_physics")
@@ -323,21 +331,31 @@ def test_sph_pressure_pushes_particles_apart(physics):
     np.testing.assert_allclose(acc[0], -acc[1], rtol=1e-5, err_msg=spec.source)  # equal masses: equal and opposite
 
 
-def test_cfl_number_matches_numpy(physics):
-    """CFL = |u| dt / dx per cell, whichever way the kernel is given the cell size."""
+def test_semi_lagrangian_step_carries_a_linear_field_along_a_uniform_velocity(physics):
+    """With a uniform velocity, a cell takes the value at its departure point, u dt / dx cells back,
+    whichever way the kernel is given the cell size; bilinear sampling is exact on a linear field,
+    so every interior cell whose departure point is inside the grid matches the closed form."""
     specs, ns = physics
-    spec = specs["cfl"]
+    spec = specs["advect"]
     args = spec.metadata["launch"]["args"]
-    dt, dx = 0.1, 0.5
+    dt, dx, u = 0.1, 0.5, np.array([1.5, -2.5], np.float32)
     scalars = {"dt": dt, "dx": dx, "cell_size": dx, "inv_dx": 1.0 / dx, "inv_cell_size": 1.0 / dx}
-    values = _inputs(spec, np.random.default_rng(4),
-                     lambda a: np.float32(scalars[a["name"]]) if a["name"] in scalars else None)
-    got = _launch(spec, ns, values)
+    ni, nj = spec.metadata["launch"]["dim"]
+    ii, jj = np.meshgrid(np.arange(ni), np.arange(nj), indexing="ij")
+    field = (0.5 * ii - 0.25 * jj + 1.0).astype(np.float32)
     vel = next(a["name"] for a in args if a["dtype"] == "vec2f" and a["role"] == "in")
-    cfl = next(a["name"] for a in args if a["name"] in ("cfl", "courant"))
-    cells = dx if any(a["name"] in scalars and a["name"] != "dt" for a in args) else 1.0  # else velocities in cells
-    expected = np.linalg.norm(values[vel], axis=-1) * dt / cells
-    np.testing.assert_allclose(got[cfl], expected, rtol=1e-5, err_msg=spec.source)
+    quantity = next(a["name"] for a in args if a["dtype"] == "float32" and a["kind"] == "array" and a["role"] == "in")
+    chosen = {**scalars, vel: np.broadcast_to(u, (ni, nj, 2)).copy(), quantity: field}
+    values = _inputs(spec, np.random.default_rng(4), lambda a: chosen.get(a["name"]))
+    got = _launch(spec, ns, values)
+    out = next(a["name"] for a in args if a["role"] == "out")
+    back = u * dt / dx  # cells per step
+    x, y = ii - back[0], jj - back[1]
+    inside = (x >= 0) & (x <= ni - 1) & (y >= 0) & (y <= nj - 1)
+    inside &= (ii > 0) & (jj > 0) & (ii < ni - 1) & (jj < nj - 1)  # border cells may keep their value
+    assert inside.sum() >= ni * nj // 4
+    np.testing.assert_allclose(got[out][inside], (0.5 * x - 0.25 * y + 1.0)[inside], rtol=1e-5, atol=1e-5,
+                               err_msg=spec.source)
 
 
 def _dihedral(x: np.ndarray) -> float:
@@ -683,7 +701,7 @@ def test_reductions_are_named_and_described_by_what_they_write():
             assert not re.fullmatch(r"(reduce_sum|sum_values|accumulate)_[0-9a-f]{8}", spec.name), spec.source
         if re.search(r"\b(partial_sums|per_thread|partial_max|per_thread_max)\[tid\] = s", spec.source):
             partials += 1
-            assert "partial result" in doc, spec.source
+            assert not doc or "partial result" in doc, spec.source  # no docstring hides nothing
     assert errors >= 3 and partials >= 3
 
 
@@ -701,3 +719,20 @@ def test_a_mesh_ray_caster_takes_its_camera_and_a_cohesion_gain_its_name():
             gains += 1
             assert "alignment" not in spec.source and "blend" not in spec.source, spec.source
     assert cameras >= 5 and gains >= 5
+
+
+def test_a_docstring_summarises_its_purpose_and_is_sometimes_left_out():
+    """Long asides leave the summary line, a clause after a semicolon goes to the paragraph below,
+    and about NO_DOCSTRING of the authors given a choice write none."""
+    purpose = ("Project a velocity field by subtraction of the pressure gradient (a central-difference "
+               "gradient) on a 3D grid; border cells keep their value (fixed boundary)")
+    assert summary(purpose) == ("Project a velocity field by subtraction of the pressure gradient on a 3D grid.",
+                                "Border cells keep their value (fixed boundary).")
+    assert summary("Check x in [-1, 1] (in place)") == ("Check x in [-1, 1] (in place).", "")
+    assert summary("Take a Jacobi step x' = (b - R x) / D (the residual form)") == ("Take a Jacobi step x' = (b - R x) / D.", "")
+    text = docstring(purpose, "It clamps the speed.")
+    assert ast.get_docstring(ast.parse(f"def k():\n{text}\n").body[0]) == (
+        "Project a velocity field by subtraction of the pressure gradient on a 3D grid.\n\n"
+        "Border cells keep their value (fixed boundary). It clamps the speed.")
+    left_out = sum(docstring(purpose, rng=random.Random(seed)) == "" for seed in range(1000))
+    assert 250 <= left_out <= 350

@@ -299,13 +299,19 @@ case("edge_strain", lambda rng, n: {"stretch": rng.uniform(0, 1, n), "rest": np.
 
 
 def check_penalty(i, o):
-    overlap = np.maximum(i["reach"] - i["length"], 0)
+    overlap = i["reach"] - i["length"]
+    assert np.all(overlap > 0)  # the contact pieces are for touching pairs: the kernel tests it once
     close(o["f"], -i["n"] * col(i["k"] * overlap), rtol=1e-3, atol=1e-3)
     assert np.all(dot(o["f"], i["n"]) <= 1e-6)  # pushes i away from j, never pulls
 
 
-case("contact_penalty_force", lambda rng, n: {"n": unit_vectors(rng, n, 2), "length": rng.uniform(0, 0.5, n),
-                                              "reach": rng.uniform(0.1, 0.4, n), "k": rng.uniform(100, 1000, n)},
+def touching(rng, n):
+    reach = rng.uniform(0.1, 0.4, n)
+    return reach, reach * rng.uniform(0.0, 0.99, n)
+
+
+case("contact_penalty_force", lambda rng, n: dict(zip(("reach", "length"), touching(rng, n)),
+                                                  n=unit_vectors(rng, n, 2), k=rng.uniform(100, 1000, n)),
      check_penalty, dim=2)
 
 
@@ -325,23 +331,20 @@ def check_projection(i, o):
 
 def contact_pair_inputs(rng, n):
     v_i, v_j, normal = rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, (n, 3)), unit_vectors(rng, n, 3)
-    return {"n": normal, "length": rng.uniform(0, 0.5, n), "reach": rng.uniform(0.1, 0.4, n), "v_i": v_i,
-            "v_j": v_j, "v_rel": v_j - v_i, "vn": dot(v_j - v_i, normal), "kd": rng.uniform(0, 10, n),
+    return {"n": normal, "v_i": v_i, "v_j": v_j, "v_rel": v_j - v_i, "vn": dot(v_j - v_i, normal), "kd": rng.uniform(0, 10, n),
             "kt": rng.uniform(0, 5, n)}
 
 
 def check_contact_damping(i, o):
     vn = dot(i["v_j"] - i["v_i"], i["n"])
-    touching = (i["length"] < i["reach"])[:, None]
-    close(o["f"], np.where(touching, i["n"] * col(i["kd"] * np.minimum(vn, 0)), 0.0), atol=1e-5)
+    close(o["f"], i["n"] * col(i["kd"] * np.minimum(vn, 0)), atol=1e-5)
     assert np.all(dot(o["f"], i["n"]) <= 1e-6)  # it only ever pushes i away from j
 
 
 def check_contact_friction(i, o):
     v_rel = i["v_j"] - i["v_i"]
     v_t = v_rel - i["n"] * col(dot(v_rel, i["n"]))
-    touching = (i["length"] < i["reach"])[:, None]
-    close(o["f"], np.where(touching, v_t * col(i["kt"]), 0.0), atol=1e-5)
+    close(o["f"], v_t * col(i["kt"]), atol=1e-5)
     close(dot(o["f"], i["n"]), 0.0, atol=1e-5)  # tangential only
 
 
@@ -568,7 +571,8 @@ def splat_case(dim: int, vector: bool) -> None:
 
     def make(rng, n):
         value = rng.uniform(0.5, 1.0, (n, dim) if vector else n)
-        return {"field": np.zeros(shape + ((dim,) if vector else ())), "p": rng.uniform(0.0, hi, (n, dim)),
+        # a few points past the border: they splat nothing
+        return {"field": np.zeros(shape + ((dim,) if vector else ())), "p": rng.uniform(-0.3, hi + 0.3, (n, dim)),
                 "value": value}
 
     CASES.append(Case(name, make, None, dim=dim, grids={"field": shape}))
@@ -694,14 +698,18 @@ def check_euler(i, o):
     Rt = np.transpose(R, (0, 2, 1))
     wb_, tb = mat_vec(Rt, i["omega"]), mat_vec(Rt, i["torque"])
     I = i["inertia"]
-    w_dot = (tb - np.cross(wb_, I * wb_)) / I
+    w_dot = (tb - np.cross(wb_, I * wb_)) * i["inv_inertia"]
     close(o["omega"], mat_vec(R, wb_ + w_dot * col(i["dt"])), atol=1e-5)
 
 
-case("euler_rotation_step", lambda rng, n: {"q": unit_quats(rng, n), "omega": rng.uniform(-2, 2, (n, 3)),
-                                            "torque": rng.uniform(-1, 1, (n, 3)),
-                                            "inertia": rng.uniform(0.5, 2, (n, 3)),
-                                            "dt": rng.uniform(0.001, 0.01, n)}, check_euler)
+def euler_inputs(rng, n):
+    inertia = rng.uniform(0.5, 2, (n, 3))
+    inv_inertia = np.where(rng.uniform(0, 1, (n, 3)) < 0.2, 0.0, 1.0 / inertia)  # some axes held (kinematic)
+    return {"q": unit_quats(rng, n), "omega": rng.uniform(-2, 2, (n, 3)), "torque": rng.uniform(-1, 1, (n, 3)),
+            "inertia": inertia, "inv_inertia": inv_inertia, "dt": rng.uniform(0.001, 0.01, n)}
+
+
+case("euler_rotation_step", euler_inputs, check_euler)
 case("angular_damping", lambda rng, n: {"omega": rng.uniform(-2, 2, (n, 3)),
                                         "factor": np.exp(-rng.uniform(0, 2, n) * rng.uniform(0.001, 0.01, n))},
      lambda i, o: close(o["omega"], i["omega"] * col(i["factor"])))
@@ -1149,7 +1157,8 @@ def test_piece_against_reference(kernels, c):
 
 @pytest.mark.parametrize("c", [c for c in CASES if c.check is None], ids=lambda c: c.name)
 def test_splat_conserves_amount_and_first_moment(kernels, c):
-    """A multilinear splat hands out each value whole, centred where the point is."""
+    """A multilinear splat hands out each value whole, centred where the point is; a point outside
+    the grid hands out nothing."""
     st, dim = c.style, c.dim
     values = c.inputs(np.random.default_rng(3), N)
     kind = "vec" if values["value"].ndim == 2 else "scalar"
@@ -1158,6 +1167,9 @@ def test_splat_conserves_amount_and_first_moment(kernels, c):
     value = wp.array(values["value"].astype(np.float32), dtype=getattr(wp, st.wtype(kind).name), device="cpu")
     wp.launch(kernels[c.name], N, inputs=[field, p, value], device="cpu")
     grid = field.numpy().astype(np.float64)
+    inside = np.all((values["p"] >= 0.0) & (values["p"] <= np.array(c.grids["field"]) - 1.0), axis=1)
+    assert 0 < inside.sum() < len(inside)
+    values = {k: v[inside] for k, v in values.items() if k != "field"}
     amount = grid.reshape(-1, *grid.shape[dim:]).sum(axis=0)
     close(amount, values["value"].sum(axis=0), rtol=1e-4)
     nodes = np.stack(np.meshgrid(*(np.arange(s) for s in c.grids["field"]), indexing="ij"), axis=-1)

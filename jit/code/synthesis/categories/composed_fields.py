@@ -414,7 +414,8 @@ def reduce_particles(rng, name, suffix, complexity):
         pad = w.let(("pad", "margin"), d.style.vec(*[r] * d.style.dim))
         w.add(f"wp.atomic_min({lower}, 0, {xi} - {pad})", f"wp.atomic_max({upper}, 0, {xi} + {pad})")
         d.differentiable = False
-        purpose = "Grow the bounding box of particles, padded by their radii"
+        padding = "one radius shared by every particle" if w.uniform(r) else "each particle's radius"
+        purpose = f"Grow the bounding box of particles, padded by {padding}"
     return d.finish(rng.choice(("sum_" + kind, "accumulate_" + kind)), [its.launch], purpose)
 
 

@@ -283,16 +283,17 @@ def particle_contacts(rng, name, suffix, complexity):
     else:
         reach = w.let(("reach", "contact_dist"), f"{w.lit(2.0)} * {d.resolve(R.RADIUS, per_item=False)}")
         sized = "twice a common radius"
-    terms = [d.use("contact_penalty_force", n=geo["n"], length=geo["length"], reach=reach)["f"]]
     extra = pick_weighted(rng, ["contact_damping_force", "contact_friction_force"], rng.choice((0, 0, 1, 2)))
-    if extra:
-        v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
-        rel = relative_motion(d, f"{v}[{j}]", f"{v}[{i}]", geo["n"])
-        for piece_name in extra:
-            terms.append(d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, **rel)["f"])
-    f = total(d, terms, ("f", "force", "f_contact_total"))
     forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=pshape)
-    scatter_pair(d, forces, i, j, f)
+    with w.block(f"if {geo['length']} < {reach}"):  # one test for every contact force: the pair touches
+        terms = [d.use("contact_penalty_force", n=geo["n"], length=geo["length"], reach=reach)["f"]]
+        if extra:
+            v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
+            rel = relative_motion(d, f"{v}[{j}]", f"{v}[{i}]", geo["n"])
+            for piece_name in extra:
+                terms.append(d.use(piece_name, n=geo["n"], **rel)["f"])
+        f = total(d, terms, ("f", "force", "f_contact_total"))
+        scatter_pair(d, forces, i, j, f)
     what = join([says("contact_penalty_force"), *(says(e) for e in extra)])
     purpose = f"Accumulate {what} over candidate pairs of {d.style.dim}D particles, touching within {sized}"
     return d.finish(rng.choice(("particle_contacts", "eval_contacts", "collide_pairs")), [its.launch], purpose)
@@ -527,11 +528,11 @@ def granular_contacts(rng, name, suffix, complexity):
         geo = d.use("edge_geometry", x_i=xi, x_j=f"{x}[{j}]")
         if radii:
             reach = w.let(("reach", "contact_dist"), f"{ri} + {radii}[{j}]")
-        w.add(f"{f} += {d.use('contact_penalty_force', n=geo['n'], length=geo['length'], reach=reach)['f']}")
-        rel = relative_motion(d, f"{v}[{j}]", vi, geo["n"]) if extra else {}
-        for piece_name in extra:
-            term = d.use(piece_name, n=geo["n"], length=geo["length"], reach=reach, **rel)["f"]
-            w.add(f"{f} += {term}")
+        with w.block(f"if {geo['length']} < {reach}"):  # one test for every contact force: the pair touches
+            w.add(f"{f} += {d.use('contact_penalty_force', n=geo['n'], length=geo['length'], reach=reach)['f']}")
+            rel = relative_motion(d, f"{v}[{j}]", vi, geo["n"]) if extra else {}
+            for piece_name in extra:
+                w.add(f"{f} += {d.use(piece_name, n=geo['n'], **rel)['f']}")
     w.depth -= 1
     what = join([says("contact_penalty_force"), *(says(e) for e in extra)])
     if rng.random() < 0.4:  # and take the step right away
@@ -572,8 +573,7 @@ def emit_particles(rng, name, suffix, complexity):
     if test == "age":
         age = d.array(("age", "ages", "particle_age"), "scalar", "inout", lo=0.0, hi=2.0)
         dt, life = d.resolve(R.TIME_STEP), d.resolve(LIFETIME)
-        a = w.let(("a", "t_alive"), f"{age}[tid] + {dt}")
-        w.add(f"{age}[tid] = {a}")
+        a = w.let(("a", "t_alive"), f"{age}[tid] + {dt}")  # stored once, after a respawn resets it
         cond, why = f"{a} > {life}", "that outlived their lifetime"
     elif test == "ground":
         cond, why = f"{x}[tid][1] < {d.resolve(R.GROUND)}", "that fell below the ground"
@@ -606,7 +606,9 @@ def emit_particles(rng, name, suffix, complexity):
             w.add(f"{v}[tid] = {st.zero()}")
             speed = "at rest"
         if test == "age":
-            w.add(f"{age}[tid] = {st.lit(0.0)}")
+            w.rebind(a, st.lit(0.0))
+    if test == "age":
+        w.add(f"{age}[tid] = {a}")
     d.differentiable = False
     purpose = f"Respawn particles {why} at {where}, {speed}"
     return d.finish(rng.choice(("respawn_particles", "emit", "recycle_particles")), [its.launch], purpose,

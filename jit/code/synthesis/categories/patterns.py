@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jit.code.synthesis import types as T
+from jit.code.synthesis.docs import docstring, sentence  # noqa: F401  (the families' too)
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Param, Profile
 from jit.code.synthesis.types import WType
 
@@ -48,7 +49,6 @@ VEC4I = WType("vec4i", "vec", "int32", (4,))
 MAT22D = WType("mat22d", "mat", "float64", (2, 2))
 UINT64 = WType("uint64", "uint", "uint64")
 LEVELS = {"small": 0, "medium": 1, "large": 2}
-DOC_WIDTH = 96  # docstring text columns (black leaves docstrings as written)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,23 +190,12 @@ class WrittenKernel:
         return self.text
 
 
-def docstring(purpose: str, detail: str = "") -> str:
-    """A kernel docstring: the purpose, then a sentence of detail, wrapped as a person would."""
-    text = " ".join(part.strip() for part in (purpose, detail) if part.strip())
-    lines = textwrap.wrap(text, DOC_WIDTH)
-    if len(lines) == 1:
-        return f'{INDENT}"""{lines[0]}"""'
-    return "\n".join([f'{INDENT}"""{lines[0]}', *(INDENT + line for line in lines[1:]), f'{INDENT}"""'])
+TERSE = 0.35  # kernels written without comments (authors differ in how much they comment)
 
 
 # notes that say a kernel writes something more than its purpose does
 OUTPUT_VERBS = frozenset({"writes", "computes", "counts", "stores", "records", "flags", "sums", "accumulates",
                           "rotates", "returns", "outputs", "emits", "also", "adds", "steps", "moves"})
-
-
-def sentence(text: str) -> str:
-    text = text.strip()
-    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 class Pattern:
@@ -225,6 +214,7 @@ class Pattern:
         self.notes: list[str] = []
         self.purpose = ""  # for families whose parts choose it before ``finish``
         self.pending: str | None = None  # a comment for the next body line
+        self.terse = rng.random() < TERSE  # an author who leaves the code to speak for itself
         # choices one author makes once per kernel, by the families that need them
         self.bilinear_spelling: tuple | None = None  # the random state a kernel's bilinear samplers are spelled from
         self.per_spring_arrays: bool | None = None  # spring coefficients per spring (arrays) or shared
@@ -325,6 +315,8 @@ class Pattern:
         one of several that say the same thing in other words when given a tuple."""
         if isinstance(comment, tuple):
             comment = self.rng.choice(comment)
+        if self.terse:
+            return
         if line is None:
             self.pending = comment
         else:
@@ -354,7 +346,7 @@ class Pattern:
         """The finished kernel; ``purpose`` (one sentence) opens its docstring and goes in the record."""
         kb = self.kb
         purpose = sentence(purpose)
-        kb.doc = docstring(purpose, self.detail())
+        kb.doc = docstring(purpose, self.detail(), self.rng)
         kb.meta["record"] = {"purpose": purpose}
         kb.name = self.name(kernel_base)
         kb.dims, kb.ndim = list(dims), len(dims)

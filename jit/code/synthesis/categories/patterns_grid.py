@@ -334,6 +334,8 @@ def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, 
         step = f"{dt} / {h}"
     if step == dt:
         p.note("takes velocities in cells per unit time")
+    else:  # read for both coordinates (and the midpoint): once, as a local
+        step = p.let(p.pick("dt_dx", "step_cells"), step, inline=0.0)
     p.add(f"v = {vel}[i, j]")
     back = "v"
     if vsample:  # second-order backtrace: the velocity half a step back (midpoint rule)
@@ -369,7 +371,7 @@ def advection(rng, name, suffix, complexity):
     vsample = None
     if p.chance(0.4):
         vsample = sample if self_advect else bilinear(p, "wp.vec2", ("sample_velocity", "interpolate_velocity"))
-    x, y, cells = departure(p, vel, dt, vsample)
+    x, y, _ = departure(p, vel, dt, vsample)
     value = p.let("value", sample_call(sample, q, x, y), inline=0.5)
     if p.chance(0.35):  # exp(-k dt) is one value for the whole grid: the caller computes it once per step
         decay = p.scalar(rng.choice(("decay_factor", "dissipation_factor")), lo=0.8, hi=1.0)
@@ -386,10 +388,6 @@ def advection(rng, name, suffix, complexity):
     if not self_advect and p.chance(0.25):  # interpolation and sources must not make density negative
         value = f"wp.max({value}, 0.0)"
     p.add(f"{out}[i, j] = {value}")
-    if not p.early_exit and p.chance(0.25):  # |u| dt / dx per cell: its maximum sets the next step
-        cfl = p.array(rng.choice(("cfl", "courant")), T.FLOAT32, "out", ndim=2)
-        p.add(f"{cfl}[i, j] = {p.length('v')} * {cells}")  # v: this cell's velocity
-        p.note("writes each cell's CFL number |u| dt / dx")
     what = "the velocity field along itself" if self_advect else f"the {q} field through a velocity field"
     return p.finish(rng.choice(("advect", "semi_lagrangian", "advect_field")), p.kb.dims,
                     purpose=f"Advect {what} by one semi-Lagrangian step, sampling bilinearly at the departure point")

@@ -240,27 +240,28 @@ def spring_forces(rng, name, suffix, complexity):
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             args = "xi: {v}, xj: {v}, vi: {v}, vj: {v}, rest: {s}, ke: {s}, kd: {s}".format(v=fl.v, s=fl.s)
-            tail = [f"if l < {eps}:", f"{INDENT}return {zero}", "n = d / l",
-                    "return n * (ke * (l - rest) + kd * wp.dot(vj - vi, n))"]
+            tail = [f"if length < {eps}:", f"{INDENT}return {zero}", "n = d / length",
+                    "return n * (ke * (length - rest) + kd * wp.dot(vj - vi, n))"]
             call = f"{force}(xi, xj, {v}[{i}], {v}[{j}], {rest}, {ke}, {kd})"
             p.note("damps the rate of stretch along the spring")
         else:
             args = "xi: {v}, xj: {v}, rest: {s}, ke: {s}".format(v=fl.v, s=fl.s)
-            tail = p.pick([f"if l < {eps}:", f"{INDENT}return {zero}", "return d * (ke * (l - rest) / l)"],
-                          ["return d * (ke * (l - rest) / wp.max(l, " + eps + "))"])
+            tail = p.pick([f"if length < {eps}:", f"{INDENT}return {zero}",
+                           "return d * (ke * (length - rest) / length)"],
+                          ["return d * (ke * (length - rest) / wp.max(length, " + eps + "))"])
             call = f"{force}(xi, xj, {rest}, {ke})"
-        body = "\n".join(INDENT + line for line in ["d = xj - xi", f"l = {p.length('d')}", *tail])
+        body = "\n".join(INDENT + line for line in ["d = xj - xi", f"length = {p.length('d')}", *tail])
         p.func(f"@wp.func\ndef {force}({args}):\n{body}\n")
         p.add(f"f = {call}")
     else:
-        p.add("d = xj - xi", f"l = {p.length('d')}")
+        p.add("d = xj - xi", f"length = {p.length('d')}")
         # a spring of zero length has no direction: skip it, or divide by a floor on the length
         form = p.pick("return", "max")
         if form == "return":
-            p.add(f"if l < {eps}:", f"{INDENT}return", "direction = d / l")
+            p.add(f"if length < {eps}:", f"{INDENT}return", "direction = d / length")
         else:
-            p.add(f"direction = d / wp.max(l, {eps})")
-        p.add(f"c = l - {rest}")
+            p.add(f"direction = d / wp.max(length, {eps})")
+        p.add(f"c = length - {rest}")
         if damped:
             v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
@@ -300,15 +301,15 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
     early = p.coin() and not error
     if early:
         p.add(f"if w_sum == {zero}:", f"{INDENT}return")
-    p.add("d = xi - xj", f"l = {p.length('d')}")
+    p.add("d = xi - xj", f"length = {p.length('d')}")
     if error:  # the constraint error, for a convergence test
         err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
         p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
         p.note("writes each constraint's violation")
     if early:
-        p.add(f"if l < {fl.lit(1.0e-6)}:", f"{INDENT}return")
+        p.add(f"if length < {fl.lit(1.0e-6)}:", f"{INDENT}return")
     else:
-        p.add(f"if l < {fl.lit(1.0e-6)} or w_sum == {zero}:", f"{INDENT}return")
+        p.add(f"if length < {fl.lit(1.0e-6)} or w_sum == {zero}:", f"{INDENT}return")
     xpbd = p.chance(0.5)
     if xpbd:  # XPBD: a compliance softens the constraint
         alpha = p.scalar("alpha_tilde", lo=0.0, hi=25.0)
@@ -318,7 +319,7 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
     else:
         stiffness = p.scalar(rng.choice(("stiffness", "relaxation")), lo=0.1, hi=1.0)
         p.add(f"lam = {stiffness} * ({l_minus(rest)}) / w_sum")
-    p.add("n = d / l")
+    p.add("n = d / length")
     deltas = p.array(rng.choice(("deltas", "delta_x", "corrections")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
     style = rng.random()
     if style < 0.4:
@@ -340,4 +341,4 @@ def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, 
 
 
 def l_minus(rest: str) -> str:
-    return f"l - {rest}"
+    return f"length - {rest}"

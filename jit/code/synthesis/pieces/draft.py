@@ -24,12 +24,12 @@ import textwrap
 from dataclasses import dataclass
 
 from jit.code.synthesis import types as T
+from jit.code.synthesis.docs import docstring
 from jit.code.synthesis.layout import format_source, merge_twins
 from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, Writer, plural
 from jit.code.synthesis.types import WType
 
 SKIP = "__skip_writes__"  # a placeholder line where a skipped item's writes go
-DOC_WIDTH = 96  # docstring text columns (black leaves docstrings as written)
 OWNERS = ("particle_", "body_", "element_", "spring_")  # prefixes of per-item arrays in Warp's own code
 PYTHON_BUILTINS = {n for n in dir(builtins) if n.islower() and not n.startswith("_")}
 TIME_STEPS = ("dt", "delta_time", "time_step", "substep_dt", "sub_dt")  # the last of the values, as Warp orders them
@@ -94,7 +94,7 @@ class Draft:
         self.rng = rng
         self.suffix = suffix
         self.style = style
-        self.w = Writer(style, rng, chatty=rng.random() < 0.6, suffix=suffix)
+        self.w = Writer(style, rng, chatty=rng.random() < 0.5, suffix=suffix)
         self.w.taken |= {"wp", "tid", "float", "int", "range", "min", "max", "abs", "len"}
         self.w.reserved |= PYTHON_BUILTINS  # a local named ``dir`` or ``sum`` hides the builtin
         self.inputs: list[Input] = []
@@ -248,13 +248,13 @@ class Draft:
         body = self._substitute("\n".join(self.w.lines))
         tid = ", ".join(tids or ["tid"])
         sig = ", ".join(f"{p.name}: {p.annotation()}" for p in params)
-        text = "\n".join([
+        text = "\n".join(line for line in [
             "@wp.kernel",
             f"def {name}({sig}):",
-            docstring(purpose, doc),
+            docstring(purpose, doc, self.rng),  # "": this author wrote none
             f"{INDENT}{tid} = wp.tid()",
             textwrap.indent(body, INDENT),
-        ])
+        ] if line)
         funcs = [self._substitute(f) for f in self.w.funcs.values()]
         funcs, text, generic = merge_twins(funcs, text)
         used = set(re.findall(r"[A-Za-z_]\w*", text + "\n".join(funcs)))
@@ -362,15 +362,3 @@ def check_names(name: str, body: str, params: list[str], helpers: set[str]) -> N
 def _local_names(role: Role) -> tuple[str, ...]:
     short = {"vec": role.name.split()[-1][:1], "scalar": role.name.split()[-1]}.get(role.kind, "value")
     return (role.name.replace(" ", "_").replace("-", "_").lower(), short)
-
-
-def docstring(purpose: str, detail: str = "") -> str:
-    """The kernel's docstring: its purpose, and a paragraph of detail if any, wrapped."""
-    text = purpose if purpose.endswith(".") else purpose + "."
-    lines = textwrap.wrap(text, DOC_WIDTH, break_on_hyphens=False)  # "non-negativity" stays one word
-    if detail:
-        lines += [""] + textwrap.wrap(detail, DOC_WIDTH, break_on_hyphens=False)
-    if len(lines) == 1:
-        return f'{INDENT}"""{lines[0]}"""'
-    return "\n".join([f'{INDENT}"""{lines[0]}', *(INDENT + line if line else "" for line in lines[1:]),
-                      f'{INDENT}"""'])

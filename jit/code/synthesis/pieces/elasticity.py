@@ -60,7 +60,9 @@ def deformation_gradient(w: Writer, Ds, Dm_inv):
        says="Lame parameters from Young's modulus and Poisson's ratio")
 def lame_parameters(w: Writer, E, nu):
     one, two = w.lit(1.0), w.lit(2.0)
-    w.comment("valid for 0 <= nu < 0.5: at 0.5 the material is incompressible and lam unbounded")
+    # said whoever writes it: the caller's nu must stay below 0.5
+    w.add("# " + w.pick("valid for 0 <= nu < 0.5: at 0.5 the material is incompressible and lam unbounded",
+                        "the caller keeps nu below 0.5 (incompressible): lam grows without bound there"))
     mu = w.let(("mu", "k_mu"), f"{E} / ({two} * ({one} + {nu}))")
     lam = w.let(("lam", "k_lambda"), f"{E} * {nu} / (({one} + {nu}) * ({one} - {two} * {nu}))")
     return {"mu": mu, "lam": lam}

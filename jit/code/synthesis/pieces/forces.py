@@ -124,7 +124,8 @@ def edge_strain(w: Writer, stretch, rest):
                                        "k": CONTACT_STIFFNESS},
        gives={"f": FORCE}, says="penalty forces that push overlapping particles apart")
 def contact_penalty_force(w: Writer, n, length, reach, k):
-    overlap = w.let(("overlap", "penetration"), f"wp.max({reach} - {length}, {w.lit(0.0)})")
+    """For a touching pair (``length < reach``: the caller tests it once, for every contact force)."""
+    overlap = w.let(("overlap", "penetration"), f"{reach} - {length}")
     w.comment("on particle i, away from j", "pushes i away from j")
     return {"f": w.let(("f_contact", "f_repulse"), f"-{n} * ({k} * {overlap})")}
 
@@ -172,24 +173,24 @@ def tension_only_force(w: Writer, n, stretch, k):
     return {"f": w.let(("f_rope", "f_tension"), f"{n} * ({k} * wp.max({stretch}, {w.lit(0.0)}))")}
 
 
-@piece("contact_damping_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
-                                       "vn": NORMAL_SPEED, "kd": CONTACT_DAMPING},
+@piece("contact_damping_force", needs={"n": DIRECTION, "vn": NORMAL_SPEED, "kd": CONTACT_DAMPING},
        gives={"f": FORCE}, says="damping of approaching contacts")
-def contact_damping_force(w: Writer, n, length, reach, vn, kd):
-    w.comment("only touching pairs that move closer (vn < 0) are damped, pushing i away from j",
+def contact_damping_force(w: Writer, n, vn, kd):
+    """For a touching pair, as ``contact_penalty_force``."""
+    w.comment("only pairs that move closer (vn < 0) are damped, pushing i away from j",
               "damp approach only: a separating pair (vn > 0) feels nothing")
-    active = f"{length} < {reach}"
-    return {"f": w.let(("f_damp", "f_damping"), f"wp.where({active}, {n} * ({kd} * wp.min({vn}, {w.lit(0.0)})), "
-                                                  f"{w.style.zero()})")}
+    return {"f": w.let(("f_damp", "f_damping"), f"{n} * ({kd} * wp.min({vn}, {w.lit(0.0)}))")}
 
 
-@piece("contact_friction_force", needs={"n": DIRECTION, "length": EDGE_LENGTH, "reach": CONTACT_DISTANCE,
-                                        "v_rel": RELATIVE_VELOCITY, "vn": NORMAL_SPEED, "kt": CONTACT_FRICTION},
+@piece("contact_friction_force", needs={"v_rel": RELATIVE_VELOCITY, "n": DIRECTION, "vn": NORMAL_SPEED,
+                                        "kt": CONTACT_FRICTION},
        gives={"f": FORCE}, says="viscous friction between touching particles")
-def contact_friction_force(w: Writer, n, length, reach, v_rel, vn, kt):
+def contact_friction_force(w: Writer, v_rel, n, vn, kt):
+    """For a touching pair, as ``contact_penalty_force``; ``vn`` is the normal part of ``v_rel``, which
+    the damping term needs too."""
     w.comment("the relative velocity less its normal part", "tangential slip")
     v_t = w.let(("v_t", "slip"), f"{v_rel} - {n} * {vn}")
-    return {"f": w.let(("f_friction", "f_t"), f"wp.where({length} < {reach}, {v_t} * {kt}, {w.style.zero()})")}
+    return {"f": w.let(("f_friction", "f_t"), f"{v_t} * {kt}")}
 
 
 @piece("tether_projection", needs={"n": DIRECTION, "c": STRETCH, "w_i": INV_MASS, "w_j": INV_MASS,
@@ -214,7 +215,8 @@ INFLATION = Role("inflation pressure", "scalar", 0.0, 5.0, ("pressure", "inflati
 @piece("triangle_vector_area", needs={"x0": POSITION, "x1": POSITION, "x2": POSITION}, gives={"a": VECTOR_AREA},
        says="the vector areas of triangles", dims=(3,))
 def triangle_vector_area(w: Writer, x0, x1, x2):
-    w.comment("along the normal, as long as the triangle's area")
+    w.comment("half the cross product: the normal scaled by the triangle's area",
+              "its length is the triangle's area, its direction the normal")
     return {"a": w.let(("area_normal", "vector_area", "a"), f"{w.lit(0.5)} * wp.cross({x1} - {x0}, {x2} - {x0})")}
 
 

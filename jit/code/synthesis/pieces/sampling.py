@@ -3,7 +3,8 @@
 Points are in grid units (cell ``i`` sits at ``i``); samples outside the grid are clamped to
 its border, the way texture lookups clamp. A splat distributes a value to the surrounding
 nodes with the same weights (particle-to-grid transfer), so the weights sum to one and the
-total is conserved. What it leaves out: stencils (``stencils``) and backtracing (``advection``).
+total is conserved; a point outside the grid splats nothing (clamped, it would pile its value
+onto the border nodes). What it leaves out: stencils (``stencils``) and backtracing (``advection``).
 """
 
 from __future__ import annotations
@@ -54,11 +55,13 @@ def splatter(w: Writer, dim: int, kind: str) -> str:
     st, t = w.style, w.style.type(kind)
     s, one = st.s, st.lit(1.0)
     axes = AXES[:dim]
-    lines = ['"""Add a value to the nodes around a point in grid units, weighted as linear interpolation."""']
-    for a, c in enumerate(axes):
-        lines += [f"{c} = wp.clamp(p[{a}], {st.lit(0.0)}, {s}(f.shape[{a}] - 1))",
-                  f"{c}0 = wp.min(int({c}), f.shape[{a}] - 2)",
-                  f"t{c} = {c} - {s}({c}0)"]
+    lines = ['"""Add a value to the nodes around a point in grid units, weighted as linear interpolation;',
+             'a point outside the grid adds nothing."""']
+    outside = " or ".join(f"p[{a}] < {st.lit(0.0)} or p[{a}] > {s}(f.shape[{a}] - 1)" for a in range(dim))
+    lines += [f"if {outside}:", f"{INDENT}return"]
+    for a, c in enumerate(axes):  # p is not negative here: int() floors it
+        lines += [f"{c}0 = wp.min(int(p[{a}]), f.shape[{a}] - 2)",
+                  f"t{c} = p[{a}] - {s}({c}0)"]
     steps = dict(zip(axes, "ijk"))  # di, dj, dk: the corner's offset along x, y, z
     loops = [f"for d{steps[c]} in range(2):" for c in axes]
     weight = " * ".join(f"wp.where(d{steps[c]} == 0, {one} - t{c}, t{c})" for c in axes)

@@ -16,7 +16,9 @@ WORLD_VECTOR = Role("world vector", "vec3")
 OFFSET = Role("offset from the center of mass", "vec3")
 POINT_VELOCITY = Role("point velocity", "vec3")
 PRINCIPAL_INERTIA = Role("principal moments of inertia", "vec3", 0.5, 2.0, ("inertia", "body_inertia", "moments"),
-                         per_item=0.8)
+                         per_item=0.8, family="inertia")
+INV_PRINCIPAL_INERTIA = Role("inverse principal moments of inertia", "vec3", 0.5, 2.0,
+                             ("inv_inertia", "body_inv_inertia", "inv_moments"), per_item=0.8, family="inertia")
 CENTER_OF_MASS = Role("center of mass", "vec3", -1.0, 1.0, ("com", "body_com", "center"))
 SPIN_AXIS = Role("rotation axis", "vec3", -1.0, 1.0, ("axis", "spin_axis"))
 ANGLE = Role("angle", "scalar", -3.14, 3.14, ("angle", "theta"))
@@ -79,14 +81,17 @@ def rigid_point_velocity(w: Writer, v, omega, r):
 
 
 @piece("euler_rotation_step", needs={"q": QUATERNION, "omega": ANGULAR_VELOCITY, "torque": TORQUE,
-                                     "inertia": PRINCIPAL_INERTIA, "dt": TIME_STEP},
+                                     "inertia": PRINCIPAL_INERTIA, "inv_inertia": INV_PRINCIPAL_INERTIA,
+                                     "dt": TIME_STEP},
        gives={"omega": ANGULAR_VELOCITY}, says="Euler's rotation equations with gyroscopic torque", dims=(3,))
-def euler_rotation_step(w: Writer, q, omega, torque, inertia, dt):
+def euler_rotation_step(w: Writer, q, omega, torque, inertia, inv_inertia, dt):
+    """The inverse moments come from the caller, as the moments do (a rigid-body solver keeps both):
+    a zero inverse moment holds its axis (a kinematic body), where dividing by a moment could not."""
     w.comment("in the body frame the inertia tensor is diagonal")
     w_body = w.let(("w_body", "omega_b"), f"wp.quat_rotate_inv({q}, {omega})")
     t_body = w.let(("tau_body", "torque_b"), f"wp.quat_rotate_inv({q}, {torque})")
     gyro = w.let(("gyro", "coriolis"), f"wp.cross({w_body}, wp.cw_mul({inertia}, {w_body}))")
-    w_dot = w.let(("w_dot", "alpha"), f"wp.cw_div({t_body} - {gyro}, {inertia})")
+    w_dot = w.let(("w_dot", "alpha"), f"wp.cw_mul({inv_inertia}, {t_body} - {gyro})")
     return {"omega": w.let(("omega_new", "w_new"), f"wp.quat_rotate({q}, {w_body} + {w_dot} * {dt})")}
 
 
