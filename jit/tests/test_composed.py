@@ -486,3 +486,22 @@ def emit(age, x, dt, life):
     for spec in [generate(SEED, i, categories=["emit_particles"]) for i in range(40)] + [
             generate(SEED, i, sources=[source]) for source in ("composed", "patterns") for i in range(150)]:
         assert not overwritten_stores(kernel_def(spec.source).body), spec.source
+
+
+def test_a_loop_builds_no_vector_that_is_the_same_in_every_iteration():
+    """A constant vector (an up axis, gravity as a vector) is built once, before a substep loop."""
+    looped = 0
+    for i in range(300):
+        spec = generate(SEED, i, categories=["integrate_particles"])
+        loops = [n for n in ast.walk(kernel_def(spec.source)) if isinstance(n, ast.For)]
+        looped += bool(loops)
+        for loop in loops:
+            assigned = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            built = [n.value for n in ast.walk(loop) if isinstance(n, ast.Assign)]  # assigned whole: up = wp.vec3(...)
+            built += [n for n in ast.walk(loop) if isinstance(n, ast.Call) and any(  # from a caller's value: gravity
+                isinstance(a, (ast.Name, ast.Attribute)) for a in n.args)]
+            for node in built:
+                if isinstance(node, ast.Call) and ast.unparse(node.func).startswith("wp.vec"):
+                    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - {"wp"}
+                    assert names & assigned, (ast.unparse(node), spec.source)  # something of the loop's own
+    assert looped >= 20

@@ -736,3 +736,18 @@ def test_a_docstring_summarises_its_purpose_and_is_sometimes_left_out():
         "Border cells keep their value (fixed boundary). It clamps the speed.")
     left_out = sum(docstring(purpose, rng=random.Random(seed)) == "" for seed in range(1000))
     assert 250 <= left_out <= 350
+
+
+def test_cloth_drag_names_velocities_in_the_positions_convention():
+    """``particle_q`` goes with ``particle_qd``, ``positions`` with ``velocities``, ``x`` with ``v``."""
+    pairs = {"positions": "velocities", "particle_q": "particle_qd", "x": "v"}
+    seen = set()
+    for i in range(300):
+        spec = generate(SEED, i, categories=["cloth"])
+        if "drag" not in spec.metadata["purpose"]:
+            continue
+        params = [a.arg for a in _kernel(spec.source).args.args]
+        x = next(n for n in params if n in pairs)
+        assert pairs[x] in params, spec.source
+        seen.add(x)
+    assert seen == set(pairs)

@@ -427,12 +427,16 @@ def pbd_update(rng, name, suffix, complexity):
             loads += f", with {says(damping)}"
         w.pinned.add(x)
         out = d.use("symplectic_euler", x=x, v=v, a=a)
+        if not v_pred:  # the velocity is not stored: said in the code, where a reader looks for its store
+            w.add("# " + w.pick("only the prediction is stored: the step's velocities follow from the corrected "
+                                "positions", "the velocity is not written back: the solver derives it from the "
+                                "corrected positions"))
         w.add(f"{pred}[tid] = {out['x']}")
         if v_pred:
             w.add(f"{v_pred}[tid] = {out['v']}")
             tail = ", and write the predicted velocities beside them"
         else:
-            tail = " (the velocities follow from the corrected positions at the end of the step)"
+            tail = "; the velocities follow from the corrected positions at the end of the step"
         purpose = f"Predict {d.style.dim}D particle positions for a position-based step by " \
                   f"{says('symplectic_euler')} under {loads}{tail}"
         base = rng.choice(("predict_positions", "pbd_predict", "integrate_predict"))

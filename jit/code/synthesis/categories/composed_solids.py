@@ -410,6 +410,7 @@ def cast_rays(rng, name, suffix, complexity):
                 t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_max)["t"]
                 with w.block(f"if {t} < {t_best}"):
                     w.rebind(t_best, t)
+                    w.add(f"# {'the plane' if shape == 'ground' else 'the box'} hides the spheres: no sphere is hit")
                     w.rebind(best, "-1")
             else:
                 t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_best)["t"]
@@ -449,7 +450,8 @@ def cast_rays(rng, name, suffix, complexity):
     if best is not None and (not shaded or rng.random() < 0.5):
         ids = d.array(("hit_ids", "hit_index", "sphere_id"), T.INT32, "out")
         w.add(f"{ids}[tid] = {best}")
-        outputs.append("which sphere each ray hit (-1 for none)")
+        outputs.append("which sphere each ray hit (-1 for none)" if named == ["a list of spheres"] else
+                       "which sphere each ray hit (-1 where the nearest hit is no sphere)")
     purpose = f"Cast rays against {join(named)}, keeping {join(outputs)}"
     detail = "Misses keep the far distance."
     if shaded:

@@ -142,7 +142,8 @@ def _vertex_normals(p: Pattern, names: list[str], n_vertices: int, weights: str)
 def _aero(p: Pattern, x: str, names: list[str], forces: str, n_vertices: int):
     """Drag (and lift) of a triangle moving through air, split over its vertices."""
     rng = p.rng
-    v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
+    v = p.array({"positions": "velocities", "particle_q": "particle_qd", "x": "v"}[x], T.VEC3F,
+                shape=(n_vertices,))  # named in the positions' convention
     if p.coin():
         p.add(*(f"v{c} = {v}[{n}]" for c, n in enumerate(names)), "vmid = (v0 + v1 + v2) / 3.0")
     else:
@@ -151,8 +152,8 @@ def _aero(p: Pattern, x: str, names: list[str], forces: str, n_vertices: int):
         if p.coin():
             wind = p.scalar(rng.choice(("wind", "wind_velocity")), T.VEC3F)
             p.add(f"vmid = vmid - {wind}")
-        else:
-            wind = p.scalar(rng.choice(("wind_speed", "wind_x")), lo=-2.0, hi=2.0)
+        else:  # a wind along x only, said in its name
+            wind = p.scalar(rng.choice(("wind_x", "wind_speed_x")), lo=-2.0, hi=2.0)
             p.add(f"vmid = vmid - wp.vec3({wind}, 0.0, 0.0)")
         p.note("takes the velocity relative to the wind")
     drag = p.scalar(rng.choice(("k_drag", "drag")), lo=0.0, hi=1.0)
@@ -216,7 +217,8 @@ def _bending(p: Pattern, x: str, n_vertices: int):
         toward = "flat"
     damped = p.chance(0.35)
     if damped:  # damping on the rate of the angle, d theta / dt = sum of g_i . v_i
-        v = p.array(rng.choice(("velocities", "particle_qd")), T.VEC3F, shape=(n_vertices,))
+        v = p.array({"positions": "velocities", "particle_q": "particle_qd", "x": "v"}[x], T.VEC3F,
+                shape=(n_vertices,))  # named in the positions' convention
         kd = p.scalar(rng.choice(("k_damp", "bend_damping")), lo=0.0, hi=0.1)
         p.add(f"dtheta = wp.dot(g0, {v}[{names[0]}]) + wp.dot(g1, {v}[{names[1]}])"
               f" + wp.dot(g2, {v}[{names[2]}]) + wp.dot(g3, {v}[{names[3]}])")

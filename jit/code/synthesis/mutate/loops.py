@@ -3,7 +3,8 @@
 - ``unroll``: ``for k in range(3): s += a[k]`` becomes the three statements with ``k`` a
   constant (Warp unrolls such loops itself, so the generated code hardly changes);
 - ``roll``: three or more statements that differ only in the constant indices they use,
-  counting up by one (``out[0] = v[0]``, ``out[1] = v[1]``, ...), become a ``for`` loop.
+  counting up by one (``out[0] = v[0]``, ``out[1] = v[1]``, ...), become a ``for`` loop; adjacent
+  loops so made over one range become one (``fuse``), where that stores the same values.
 
 The same statements run in the same order either way. What it leaves out: loops that break,
 continue or return, loops whose variable is read after them, and statements that bind locals
@@ -179,7 +180,68 @@ def roll(unit: Unit, rng: random.Random) -> str | None:
     # from the last run of each block to the first: rolling one keeps the starts of those before it
     for body, at, length, positions in sorted(sites, key=lambda site: -site[1]):
         roll_run(unit, var, body, at, length, positions)
+    for body in {id(body): body for body, *_ in sites}.values():
+        fuse(unit, body, var)
     return "roll:" + ",".join(str(site[2]) for site in sites)
+
+
+def fuse(unit: Unit, body: list, var: str) -> None:
+    """Adjacent rolled loops over the same range become one loop, as a person writes them (one
+    ``for c in range(3)`` storing ``v0[c]``, ``v1[c]`` and ``v2[c]``, not three loops), when that
+    keeps every value stored (``fusable``)."""
+    at = 0
+    while at + 1 < len(body):
+        a, b = body[at], body[at + 1]
+        if (id(a) in unit.touched and id(b) in unit.touched and isinstance(a, ast.For) and isinstance(b, ast.For)
+                and ast.dump(a.iter) == ast.dump(b.iter) and unit.notes.note(b) is None and fusable(a, b, var)):
+            a.body += b.body
+            unit.notes.forget(b)
+            del body[at + 1]
+        else:
+            at += 1
+
+
+def _store(stmt: ast.stmt, var: str) -> tuple[str, str, int] | None:
+    """(array, the index without its loop component, the loop component's offset) of a rolled store
+    ``arr[..., var + k, ...] = value``; None for any other statement."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)
+            and isinstance(stmt.targets[0].value, ast.Name)):
+        return None
+    target = stmt.targets[0]
+    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    looped = [k for k, e in enumerate(parts) if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(e))]
+    if len(looped) != 1:
+        return None
+    e = parts[looped[0]]
+    if isinstance(e, ast.Name):
+        offset = 0
+    elif (isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and isinstance(e.left, ast.Name)
+          and isinstance(e.right, ast.Constant) and type(e.right.value) is int):
+        offset = e.right.value
+    else:
+        return None
+    rest = ", ".join("*" if k == looped[0] else ast.unparse(x) for k, x in enumerate(parts))
+    return target.value.id, rest, offset
+
+
+def fusable(a: ast.For, b: ast.For, var: str) -> bool:
+    """True if running ``b``'s stores in ``a``'s iterations stores the same values: both loops only
+    store into arrays, neither reads an array the other stores into, and two stores into one array
+    either hit the same entry in the same iteration (same offset) or never meet (same other indices,
+    offsets a range apart)."""
+    stores = [[_store(s, var) for s in loop.body] for loop in (a, b)]
+    if any(s is None for group in stores for s in group):
+        return False
+    size = len(range(*[c.value for c in a.iter.args]))
+    for mine, other, theirs in ((a, stores[0], stores[1]), (b, stores[1], stores[0])):
+        read = {n.id for s in mine.body for n in ast.walk(s.value) if isinstance(n, ast.Name)}
+        if read & {arr for arr, _, _ in theirs}:
+            return False
+    for arr, rest, offset in stores[0]:
+        for arr2, rest2, offset2 in stores[1]:
+            if arr == arr2 and offset != offset2 and not (rest == rest2 and abs(offset - offset2) >= size):
+                return False
+    return True
 
 
 def roll_run(unit: Unit, var: str, body: list, at: int, length: int, positions: list[int]) -> None:

@@ -29,9 +29,12 @@ from jit.code.synthesis.layout import format_source, merge_twins
 from jit.code.synthesis.pieces.base import INDENT, PIECES, Piece, Role, Style, Writer, plural
 from jit.code.synthesis.types import WType
 
+# a vector of literals: ``wp.vec3f(0.0, 1.0, 0.0)``, ``wp.vec2d(wp.float64(0.0), wp.float64(1.0))``
+LITERAL_VECTOR = re.compile(r"^\s+(?P<name>\w+) = (?P<value>wp\.vec\w*\((?:(?:wp\.float\d+\()?[-+]?[\d.e]+\)?(?:, )?)+\))$")
 SKIP = "__skip_writes__"  # a placeholder line where a skipped item's writes go
 OWNERS = ("particle_", "body_", "element_", "spring_")  # prefixes of per-item arrays in Warp's own code
 PYTHON_BUILTINS = {n for n in dir(builtins) if n.islower() and not n.startswith("_")}
+SUBSTEP_COUNTS = ("num_substeps", "substeps")
 TIME_STEPS = ("dt", "delta_time", "time_step", "substep_dt", "sub_dt")  # the last of the values, as Warp orders them
 
 
@@ -291,8 +294,10 @@ class Draft:
             for u in grouped:
                 u.value = f"{arg}.{u.name}"
         plain = [u for u in self.uniforms.values() if not u.grouped]
-        # counts first and the time step last, as Warp's own kernels order them; else as first used
-        plain.sort(key=lambda u: (0 if u.dtype == T.INT32 and u.lo == u.hi else 2 if u.name in TIME_STEPS else 1))
+        # counts first and the time step last (a substep count just before it), as Warp's own kernels
+        # order them; else as first used
+        plain.sort(key=lambda u: (0 if u.dtype == T.INT32 and u.lo == u.hi else 2 if u.name in SUBSTEP_COUNTS
+                                  else 3 if u.name in TIME_STEPS else 1))
         for u in plain:
             uniform.append(Input(u.name, "scalar", u.dtype, 0, "in", (u.lo, u.hi), None, self.style.spell(u.dtype)))
         if order != "roles":
@@ -320,19 +325,45 @@ class Draft:
         self.w.lines = lines
 
     def _hoist_axis_values(self) -> None:
-        """A vector built from a magnitude and read more than once is built once, before its first use."""
+        """A vector built from a magnitude and read more than once, or read in a loop, is built once,
+        before the statement holding its first use."""
+        self._hoist_loop_constants()
         for expr in dict.fromkeys(self.axis_values):
             uses = [k for k, line in enumerate(self.w.lines) if expr in line]
-            if sum(self.w.lines[k].count(expr) for k in uses) < 2:
+            if not uses:
                 continue
             at = uses[0]
             while at > 0 and self.w.lines[at].startswith(INDENT):  # the top-level statement holding it
                 at -= 1
+            looped = self.w.lines[at].startswith(("for ", "while "))
+            if sum(self.w.lines[k].count(expr) for k in uses) < 2 and not looped:
+                continue
             while at > 0 and self.w.lines[at - 1].startswith("#"):  # and the comment that leads it
                 at -= 1
             local = self.w.fresh("g", "gravity_vec", "g_vec")
             self.w.lines = [line.replace(expr, local) for line in self.w.lines]
             self.w.lines.insert(at, f"{local} = {expr}")
+
+    def _hoist_loop_constants(self) -> None:
+        """A literal vector assigned inside a top-level loop (``up = wp.vec3(0.0, 1.0, 0.0)``) is assigned
+        once, before the loop, when nothing else assigns its name."""
+        lines = self.w.lines
+        k = 0
+        while k < len(lines):
+            m = LITERAL_VECTOR.match(lines[k])
+            if not m or not lines[k].startswith(INDENT):
+                k += 1
+                continue
+            top = k
+            while top > 0 and lines[top].startswith(INDENT):
+                top -= 1
+            assigned = sum(bool(re.match(rf"\s*{m['name']}\s*[-+*/]?=", line)) for line in lines)
+            if not lines[top].startswith(("for ", "while ")) or assigned > 1:
+                k += 1
+                continue
+            lines.insert(top, f"{m['name']} = {m['value']}")
+            del lines[k + 1]
+            k += 1
 
     def _substitute(self, text: str) -> str:
         for u in self.uniforms.values():
