@@ -22,6 +22,7 @@ from jit.code.synthesis.categories import patterns_cloth as C
 from jit.code.synthesis.categories import patterns_rays as Rays
 from jit.code.synthesis.categories import patterns_reductions as R
 from jit.code.synthesis.categories import patterns_solid as S
+from jit.code.synthesis.categories import patterns_tiles as Tiles
 from jit.code.synthesis.generator import arg_info  # registers every check kind too
 from jit.code.synthesis.layout import format_source
 
@@ -284,3 +285,223 @@ def test_jacobi_step_division_by_the_diagonal_is_guarded_or_documented():
         comment = re.search(r"#.*\bzero\b", spec.source)
         documented = comment and re.search(r"\bno zero\b", spec.purpose)
         assert guarded or documented, spec.source
+
+
+# ---------------------------------------------------------------------------------------------
+# 7: float classification and sign checks
+
+
+def _float_check_kinds() -> list[str]:
+    return sorted(k for k in Checks.KINDS if k.startswith("float_"))
+
+
+CLASSES = ("isfinite", "isinf", "isnan")
+BUILTINS = (*CLASSES, "copysign", "frac", "trunc", "step", "sign")
+
+
+def _code(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if not line.strip().startswith("#"))
+
+
+def test_float_check_names_and_inputs_say_what_the_checks_use():
+    """A kernel named for a builtin calls it; an input is named for its role (``values``, ``signs``), never
+    ``offsets`` or ``scales``; a range that may be negative is not called a magnitude."""
+    seen = 0
+    for kind in _float_check_kinds():
+        for kernel in _checks(kind, 200):
+            seen += 1
+            text, code = kernel.source(), _code(kernel.source())
+            base = kernel.name.rsplit("_", 1)[0]
+            for fn in BUILTINS:
+                if re.search(rf"(^|_){fn}(_|$)", base):
+                    assert f"wp.{fn}(" in code, text
+            assert not {p.name for p in kernel.params} & {"offsets", "scales", "magnitudes"}, text
+            assert not re.search(r"magnitudes? in \[-", _docstring(text)), text
+    assert seen >= 200
+
+
+def test_float_checks_keep_one_theme():
+    """Classification (``isfinite``/``isinf``/``isnan``) and the sign builtins (``copysign``, ``frac``,
+    ``trunc``, ``step``) are checked by different kernels, never mixed in one."""
+    themes = set()
+    for kind in _float_check_kinds():
+        for kernel in _checks(kind, 200):
+            code = _code(kernel.source())
+            classes = any(f"wp.{fn}(" in code for fn in CLASSES)
+            signs = any(f"wp.{fn}(" in code for fn in ("copysign", "frac", "trunc", "step"))
+            assert not (classes and signs), kernel.source()
+            themes.add("classes" if classes else "signs")
+    assert themes == {"classes", "signs"}
+
+
+# ---------------------------------------------------------------------------------------------
+# 8: the 4x4 homogeneous matrix
+
+
+def test_homogeneous_matrix_comes_from_the_inputs():
+    """No 4x4 matrix of literals rebuilt in every thread (and so no literal "rotation" that is orthonormal
+    only to rounding): the matrix is built from each input pose; the point is read back by component."""
+    for kernel in _checks("mat_homogeneous", 200):
+        text = kernel.source()
+        assert "wp.mat44(" not in text, text
+        assert not re.search(r"\*\s*h\[", text), text
+        assert re.search(r"wp\.transform_(to_matrix|compose)\(", text), text
+        assert "moved = wp.vec3(h[0], h[1], h[2])" in text, text
+        assert any(p.dtype.kind in ("transform", "quat") for p in kernel.params), text
+
+
+# ---------------------------------------------------------------------------------------------
+# 9: nearest rotations and the regularised moment matrix
+
+
+WP_TYPES = {"vec3f": wp.vec3, "vec3d": wp.vec3d, "mat33f": wp.mat33, "mat33d": wp.mat33d, "float32": wp.float32,
+            "float64": wp.float64, "int32": wp.int32}
+MIRROR = np.diag([1.0, 1.0, -1.0])
+
+
+def _covariance_inputs(spec, rng: np.random.Generator, reg: float = 0.75) -> tuple[list, dict]:
+    """Launch values of a covariance kernel: rest points, current points mirrored through z = 0, distinct
+    neighbours (never the point itself), weights in [0.5, 1], the count and regulariser. Returns the values
+    and the NumPy arrays by name."""
+    n = spec.launch["dim"][0]
+    points = rng.uniform(-1.0, 1.0, (n, 3))
+    arrays, values = {}, []
+    for arg in spec.launch["args"]:
+        name, dtype = arg["name"], arg["dtype"]
+        if arg["kind"] == "scalar":
+            value = arg["range"][0] if dtype == "int32" else reg
+            arrays[name] = value
+            values.append(value)
+            continue
+        shape = tuple(arg["shape"])
+        if arg["role"] == "out":
+            data = np.zeros(shape + ((3,) if dtype.startswith("vec") else (3, 3) if dtype.startswith("mat") else ()))
+        elif dtype == "int32":
+            data = np.array([rng.choice([j for j in range(n) if j != i], shape[1], replace=False) for i in range(n)])
+        elif dtype.startswith("vec") and name in ("rest_positions", "x_rest"):
+            data = points
+        elif dtype.startswith("vec") and len(shape) == 1 and any(a["name"] in ("rest_positions", "x_rest")
+                                                                 for a in spec.launch["args"]):
+            data = points @ MIRROR.T  # the current positions: the rest shape mirrored
+        elif dtype.startswith("vec"):
+            data = points if not arrays.get("_points_used") else rng.uniform(-1.0, 1.0, shape + (3,))
+            arrays["_points_used"] = True
+        else:
+            data = rng.uniform(0.5, 1.0, shape)
+        arrays[name] = data
+        np_dtype = np.float64 if dtype.endswith("d") or dtype == "float64" else np.int32 if dtype == "int32" else np.float32
+        values.append(wp.array(data.astype(np_dtype), dtype=WP_TYPES[dtype], device="cpu"))
+    return values, arrays
+
+
+def _launch_dense(spec, values: list, tag: str) -> None:
+    handle = wb.define([spec.source], f"test_pattern_corrections_{tag}")
+    try:
+        handle.module.options["enable_backward"] = False
+        wp.launch(handle.namespace[spec.name], dim=spec.launch["dim"], inputs=values, device="cpu")
+    finally:
+        handle.release()
+
+
+def _moment(spec, arrays: dict, cross: bool) -> np.ndarray:
+    """Sum over each point's neighbours of (weighted) outer products of the offsets, as NumPy computes it."""
+    names = [a["name"] for a in spec.launch["args"]]
+    nbr = next(arrays[n] for n in names if n in ("neighbors", "neighbor_indices"))
+    weights = next((arrays[n] for n in names if n in ("weights", "neighbor_weights")), np.ones(nbr.shape))
+    rest = next((arrays[n] for n in names if n in ("rest_positions", "x_rest")), None)
+    x = arrays[names[0]]
+    d = x[nbr] - x[:, None, :]
+    d0 = (rest[nbr] - rest[:, None, :]) if cross else d
+    return np.einsum("ik,ika,ikb->iab", weights, d, d0)
+
+
+POLAR = [s for s in DENSE if "wp.svd3(" in s.source]
+
+
+def test_polar_rotations_are_proper_for_mirrored_neighbourhoods():
+    """With every neighbourhood mirrored from its rest shape, the best orthogonal fit is a reflection: the
+    kernel still writes the nearest proper rotation (det +1), as NumPy's Kabsch solution gives. Warp's
+    ``svd3`` returns U and V with det +1, so ``U V^T`` needs no sign correction: no dead branch testing
+    for a reflection, and the kernel (comment or docstring) says why."""
+    assert len(POLAR) > 30
+    for spec in POLAR:
+        assert "wp.determinant" not in spec.source, spec.source
+        said = re.search(r"#.*\bsvd3\b.*(det|rotation|reflection)", spec.source) or "never a reflection" in spec.purpose
+        assert said, spec.source
+    rng = np.random.default_rng(5)
+    for k, spec in enumerate(POLAR[:6]):
+        values, arrays = _covariance_inputs(spec, rng)
+        _launch_dense(spec, values, f"polar_{k}")
+        out = next(a for a in spec.launch["args"] if a["dtype"].startswith("mat"))
+        count = next((a["range"][0] for a in spec.launch["args"] if a["name"] == "num_points"), spec.launch["dim"][0])
+        got = values[spec.launch["args"].index(out)].numpy()[:count].astype(np.float64)
+        A = _moment(spec, arrays, cross=True)[:count]
+        U, _, Vt = np.linalg.svd(A)
+        D = np.ones((count, 3))
+        D[:, 2] = np.sign(np.linalg.det(U @ Vt))
+        assert (D[:, 2] < 0).all()  # the inputs do make the orthogonal fit a reflection
+        want = (U * D[:, None, :]) @ Vt
+        np.testing.assert_allclose(np.linalg.det(got), 1.0, atol=1e-4, err_msg=spec.source)
+        np.testing.assert_allclose(got @ np.swapaxes(got, 1, 2), np.broadcast_to(np.eye(3), got.shape), atol=1e-4)
+        # as good a fit as the best rotation: tr(R^T A) is flat at its maximum, so it is compared, not R
+        fit = lambda R: np.einsum("iab,iab->i", R, A)  # noqa: E731
+        np.testing.assert_allclose(fit(got), fit(want), rtol=1e-4, err_msg=spec.source)
+
+
+def test_moment_regulariser_is_added_to_the_diagonal():
+    """The regulariser is added to A's diagonal entries (no ``identity * epsilon`` built in every thread),
+    and the determinant written is NumPy's of the regularised moment matrix."""
+    moments = [s for s in DENSE if "A = wp.mat33" in s.source and "wp.svd3(" not in s.source]
+    assert len(moments) > 60
+    for spec in moments:
+        assert "wp.identity(" not in spec.source, spec.source
+        assert re.search(r"A\[2, 2\] \+= \w+", spec.source), spec.source
+    spreads = [s for s in moments if re.search(r"\[tid\] = wp\.determinant\(A\)", s.source)]
+    rng = np.random.default_rng(9)
+    for k, spec in enumerate(spreads[:4]):
+        values, arrays = _covariance_inputs(spec, rng)
+        _launch_dense(spec, values, f"spread_{k}")
+        count = next((a["range"][0] for a in spec.launch["args"] if a["name"] == "num_points"), spec.launch["dim"][0])
+        got = values[-1].numpy()[:count]
+        want = np.linalg.det(_moment(spec, arrays, cross=False)[:count] + 0.75 * np.eye(3))
+        np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=spec.source)
+
+
+# ---------------------------------------------------------------------------------------------
+# 10: tile kernels
+
+
+TILES = _draw(Tiles.tile_blocks, 400)
+
+
+def test_tile_sizes_are_mostly_wp_constants():
+    """Most kernels declare their tile sizes with ``wp.constant`` (a plain module int now and then)."""
+    plain = [s for s in TILES if re.search(r"^[A-Z_0-9]+_\w+ = \d+$", s.source, re.MULTILINE)]
+    wrapped = [s for s in TILES if re.search(r"^[A-Z_0-9]+_\w+ = wp\.constant\(\d+\)$", s.source, re.MULTILINE)]
+    assert len(plain) + len(wrapped) == len(TILES)
+    assert len(plain) <= 0.25 * len(TILES), len(plain)
+    assert plain  # now and then
+
+
+def test_stacked_matrix_height_is_not_a_copy_of_the_tile_size():
+    """The stride between stacked matrices is the output's height (or a constant of its own where it
+    differs from the tile): never a second constant equal to the tile size."""
+    stacks = [s for s in TILES if "for k in range(" in s.source and "acc += wp.tile_load(" in s.source]
+    assert len(stacks) > 20
+    for spec in stacks:
+        consts = dict(re.findall(r"^(\w+) = (?:wp\.constant\()?(\d+)\)?$", spec.source, re.MULTILINE))
+        height = re.search(r"offset=\(k \* (\w+) \+", spec.source).group(1)
+        tile = re.search(r"wp\.tile_zeros\(shape=\((\w+),", spec.source).group(1)
+        out = next(a for a in spec.launch["args"] if a["role"] == "out")
+        if height == "height":
+            assert re.search(rf"height = {out['name']}\.shape\[0\]", spec.source), spec.source
+        else:
+            assert consts[height] != consts[tile] and int(consts[height]) == out["shape"][0], spec.source
+
+
+def test_tile_locals_do_not_shadow_builtin_names():
+    """A local holding a tile is named for what it holds, not ``dot`` (reassigned, and named like ``wp.dot``)."""
+    rows = [s for s in TILES if "wp.tile_map(wp.mul, row," in s.source]
+    assert len(rows) > 20
+    for spec in TILES:
+        assert not re.search(r"^\s+dot = ", spec.source, re.MULTILINE), spec.source

@@ -121,7 +121,7 @@ MATH = {  # kind -> what NumPy stores, from the inputs, the source and the outpu
     "logs_roots": lambda ins, source, name: {"log2": np.log2, "log10": np.log10, "cbrt": np.cbrt}[
         stored_call(source)](ins[0].astype(np.float64)),
     "error_functions": lambda ins, source, name: np.vectorize(math.erf)(ins[0].astype(np.float64)),
-    "float_classes": lambda ins, source, name: np.fmod(ins[0].astype(np.float64), 1.0),
+    "float_signs": lambda ins, source, name: np.copysign(ins[0].astype(np.float64), ins[1]),
     "norms": lambda ins, source, name: np.sum(np.abs(ins[0].astype(np.float64)), -1)
     if stored_call(source) == "norm_l1" else pseudo_huber(ins[0].astype(np.float64), source),
     "mat_factor": factor,
@@ -197,11 +197,11 @@ def reference(kind: str, source: str, plan, values: dict) -> dict[str, np.ndarra
         return {first.name: ins[0].astype(values[first.name].dtype)}
     if kind == "key_packing":
         return {first.name: (ins[0].astype(np.uint64) << np.uint64(32)) | ins[1].astype(np.uint64)}
-    if kind == "mat_homogeneous":  # rows of literals on the lines after wp.mat44(
-        lines = source.splitlines()
-        start = next(n for n, s in enumerate(lines) if "wp.mat44(" in s)
-        M = np.array([[float(x) for x in lines[start + r].strip().rstrip(",").split(", ")] for r in range(1, 5)])
-        return {first.name: ins[0].astype(np.float64) @ M[:3, :3].T + M[:3, 3]}
+    if kind == "mat_homogeneous":  # the matrix of an input pose, or of a rotation and a translation
+        if len(ins) == 2:
+            pose = ins[0].astype(np.float64)
+            return {first.name: rotate(pose[:, 3:], ins[1].astype(np.float64)) + pose[:, :3]}
+        return {first.name: rotate(ins[0].astype(np.float64), ins[2].astype(np.float64)) + ins[1]}
     if kind == "mat_rotation":
         line = next(s for s in source.splitlines() if re.search(r" = wp\.mat(22|33)\(", s))
         numbers = [float(x) for x in re.findall(r"-?\d+\.\d+", line)]
@@ -294,11 +294,12 @@ def test_every_kind_holds_and_matches_numpy(module, capfd):
     ("int_division", (" // ", " / ")),  # / truncates where // floors: negative numerators differ
     ("uint_wrap", ("~", "")),  # without the inverse, negation or the headroom test are off
     ("key_packing", (" << ", " >> ")),  # the cell shifted out of the key instead of into its high half
-    ("mat_homogeneous", (r"h\[:3\]", "h[1:]")),  # the point read one component off
+    ("mat_homogeneous", (r"wp\.vec3\(h\[0\], h\[1\], h\[2\]\)", "wp.vec3(h[1], h[2], h[3])")),  # one component off
     ("hyperbolic_trig", (r"wp\.cosh\(", "wp.sinh(")),  # tanh is not sinh / sinh, cosh^2 - sinh^2 is not 0
     ("logs_roots", (r"(\w+) = wp\.(log2|log10|cbrt)\(", r"\1 = 1.5 * wp.\2(")),  # the stored value scaled
     ("error_functions", (r"e = wp\.erf\(", "e = wp.erfc(")),  # erfc is neither odd nor 1 - erfc
     ("float_classes", (r"wp\.isfinite\(", "wp.isinf(")),  # finite inputs are not infinite
+    ("float_signs", (r"signed = wp\.copysign\((\w+), (\w+)\)", r"signed = wp.copysign(\2, \1)")),  # roles swapped
     ("norms", (r"(l1|pseudo) = wp\.", r"\1 = 1.5 * wp.")),  # the stored norm scaled
     ("spatial_velocity", (r"wp\.spatial_vector\(", "wp.spatial_vector(-")),  # the spin reversed in the twist
     ("rounding", (r"whole = wp\.floor\(", "whole = wp.ceil(")),  # the ceil of a non-integer is not its floor

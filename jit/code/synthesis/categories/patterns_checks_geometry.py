@@ -2,9 +2,9 @@
 
 - vectors: cross and dot products, normalisation;
 - matrices: inverses of well-conditioned matrices (the identity plus a small matrix built in the
-  kernel), products, determinants and traces, outer products, 2D/3D rotations and 4x4
-  rotation-translation matrices written from literals (Pythagorean cosines and sines, so that
-  they are orthogonal to the last bit);
+  kernel), products, determinants and traces, outer products, 2D/3D rotations written from
+  literals (Pythagorean cosines and sines, orthogonal to float32 rounding), and the 4x4 matrices
+  of input poses applied to homogeneous points;
 - quaternions: rotation round trips, axis-angle, composition, literal turns; transforms;
 - points placed through (nested) ``@wp.struct`` frames.
 
@@ -32,7 +32,6 @@ from jit.code.synthesis.categories.patterns_checks import (
     tolerance,
     typed,
 )
-from jit.code.synthesis.stmt import INDENT
 from jit.code.synthesis.types import WType
 
 
@@ -195,38 +194,44 @@ def _mat_rotation(w: Writer, rng: random.Random) -> CheckKernel:
 
 @kind("mat_homogeneous")
 def _mat_homogeneous(w: Writer, rng: random.Random) -> CheckKernel:
-    """A rotation about one axis and a translation as one 4x4 matrix, applied to homogeneous points."""
-    c, s = w.pick(*ROTATIONS)
-    axis = rng.randrange(3)
-    j, k = [m for m in range(3) if m != axis]
-    rows = [["0.0"] * 4 for _ in range(4)]
-    rows[axis][axis], rows[j][j], rows[k][k], rows[3][3] = "1.0", fmt(c), fmt(c), "1.0"
-    rows[j][k], rows[k][j] = fmt(-s), fmt(s)
-    for r in range(3):
-        rows[r][3] = fmt(w.pick(-1.5, -1.0, -0.5, 0.5, 1.0, 2.0))
-    t = rows[axis][3]
-    shift = f"- {t[1:]}" if t.startswith("-") else f"+ {t}"  # p[axis] - 0.5, not p[axis] + -0.5
-    M = w.pick("M", "pose", "xform")
-    x = w.load("p", w.array(w.pick("points", "positions"), VECS[3, "float32"], -2.0, 2.0))
-    w.add(f"{M} = wp.mat44(", *(f"{INDENT}{', '.join(row)}," for row in rows), ")",
-          f"h = {M} @ wp.vec4({x}[0], {x}[1], {x}[2], 1.0)",
-          "moved = wp.vec3(*h[:3])",
+    """A rigid transform per input as a 4x4 matrix, applied to homogeneous points: the matrix comes from
+    the caller's pose (a ``wp.transform``, or a unit quaternion and a translation), not from literals."""
+    tt, v = TRANSFORMS["float32"], VECS[3, "float32"]
+    M = w.pick("M", "pose_mat", "xform_mat")
+    if rng.random() < 0.6:
+        pose = w.load("pose", w.array(w.pick("poses", "transforms", "xforms"), tt, -2.0, 2.0))
+        x = w.load("p", w.array(w.pick("points", "positions"), v, -2.0, 2.0))
+        w.add(f"{M} = wp.transform_to_matrix({pose})")
+        direct = f"wp.transform_point({pose}, {x})"
+        given = "pose"
+    else:
+        q = w.load("q", w.array(w.pick("rotations", "orientations"), QUATS["float32"], -1.0, 1.0))
+        t = w.load("t", w.array(w.pick("translations", "origins"), v, -2.0, 2.0))
+        x = w.load("p", w.array(w.pick("points", "positions"), v, -2.0, 2.0))
+        w.add(f"{M} = wp.transform_compose({t}, {q}, wp.vec3(1.0, 1.0, 1.0))")
+        direct = f"wp.quat_rotate({q}, {x}) + {t}"
+        given = "unit rotation and translation"
+    w.add(f"h = {M} @ wp.vec4({x}[0], {x}[1], {x}[2], 1.0)",
+          "moved = wp.vec3(h[0], h[1], h[2])",
           "# the last row is 0 0 0 1: a point stays a point")
     what = w.checks([
         ("keeps the homogeneous coordinate 1", ["wp.expect_eq(h[3], 1.0)"]),
+        (f"moves points as its {given} does",
+         ["# translations and points below 3.5 in length: a few float32 roundings of values below 7",
+          f"wp.expect_near({direct}, moved, 1.0e-5)"]),
         ("matches wp.transform_point", [f"wp.expect_near(wp.transform_point({M}, {x}), moved, 1.0e-5)"]),
         ("keeps distances from the translation",
          [f"offset = wp.vec3({M}[0, 3], {M}[1, 3], {M}[2, 3])",
-          "# points below 4 from the origin: a few float32 roundings",
+          "# points below 3.5 from the origin: a few float32 roundings",
           f"wp.expect_near(wp.length(moved - offset), wp.length({x}), 1.0e-5)"]),
-        (f"only shifts {'xyz'[axis]}", [f"# {'xyz'[axis]} is the rotation axis: it only moves by the translation",
-                                        f"wp.expect_eq(moved[{axis}], {x}[{axis}] {shift})"]),
         ("moves directions without the translation",
          [f"wp.expect_near(moved - wp.transform_vector({M}, {x}), wp.vec3({M}[0, 3], {M}[1, 3], {M}[2, 3]), 1.0e-5)"])],
-        2, 4, keep=1)
-    w.add(f"{w.at(w.out(w.pick('moved_points', 'out', 'world_points'), VECS[3, 'float32']))} = moved")
+        3, 4, keep=2)
+    w.add(f"{w.at(w.out(w.pick('moved_points', 'out', 'world_points'), v))} = moved")
+    inputs = "pose" if given == "pose" else "rotation and translation"
     return w.finish(w.pick("test_homogeneous_transform", "check_mat44_transform", "test_mat44_point"),
-                    "Check a 4x4 rotation and translation written from literals for every input point with components in [-2, 2]",
+                    f"Check the 4x4 matrix of each input {inputs} on points: translations and points with "
+                    "components in [-2, 2], unit rotations",
                     f"The matrix {what}")
 
 

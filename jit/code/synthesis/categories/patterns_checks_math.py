@@ -3,8 +3,8 @@
 - hyperbolic and inverse trigonometric functions against their definitions and inverses;
 - ``log2``, ``log10`` against ``log``, and ``cbrt`` cubed back;
 - the error functions and their inverses;
-- float classes and signs: ``isnan``/``isinf``/``isfinite``, ``copysign``, ``frac``, ``step``,
-  ``degrees``/``radians``;
+- float classes (``isnan``/``isinf``/``isfinite``) and, apart from them, sign builtins (``copysign``,
+  ``sign``, ``step``, the oddness of ``trunc`` and ``frac``);
 - vector norms (L1, L2, Huber, pseudo-Huber) against their formulas;
 - small factorisations (``svd2``, ``qr3``, ``eig3``) that must reconstruct their matrix, with
   ``diag``/``get_diag``;
@@ -28,6 +28,7 @@ from jit.code.synthesis.categories.patterns_checks import (
     VECS,
     CheckKernel,
     Writer,
+    clause,
     interval,
     kind,
     tolerance,
@@ -153,40 +154,65 @@ def _error_functions(w: Writer, rng: random.Random) -> CheckKernel:
                     f"It checks that {what}")
 
 
-@kind("float_classes")
+@kind("float_classes", 0.5)
 def _float_classes(w: Writer, rng: random.Random) -> CheckKernel:
+    """Classification only: finite inputs, and an infinity and a nan computed from them."""
+    s = precision(w)
+    f = FLOATS[s]
+    one = w.typed(f, 1.0)
+    x = w.load("x", w.array(w.pick("values", "samples"), f, -8.0, 8.0))
+    inf = "wp.inf" if s == "float32" else "wp.float64(wp.inf)"
+    what = w.checks([
+        ("finite inputs are finite", [f"wp.expect_eq(wp.isfinite({x}), True)"]),
+        ("finite inputs are neither infinite nor nan",
+         [f"wp.expect_eq(wp.isinf({x}), False)", f"wp.expect_eq(wp.isnan({x}), False)"]),
+        ("a computed infinity is infinite, neither finite nor nan",
+         ["# 1 + x * x is at least 1: times infinity it is infinite", f"big = ({one} + {x} * {x}) * {inf}",
+          "wp.expect_eq(wp.isinf(big), True)", "wp.expect_eq(wp.isfinite(big), False)",
+          "wp.expect_eq(wp.isnan(big), False)"]),
+        ("the square root of a negative number is nan, neither finite nor infinite",
+         ["# -1 - x * x is at most -1: its square root is nan", f"root = wp.sqrt(-{one} - {x} * {x})",
+          "wp.expect_eq(wp.isnan(root), True)", "wp.expect_eq(wp.isfinite(root), False)",
+          "wp.expect_eq(wp.isinf(root), False)"]),
+    ], 2, 3, keep=1)
+    code = "\n".join(w.lines)
+    used = [fn for fn in ("isfinite", "isinf", "isnan") if f"wp.{fn}(" in code]
+    names = ["test_float_classes", "test_float_classification"]
+    if len(used) == 3:  # named for the builtins only when it calls every one of them
+        names.append("test_isfinite_isinf_isnan")
+    return w.finish(w.pick(*names), f"Check float classification with {clause([f'wp.{fn}' for fn in used])} "
+                                     f"on {s} values in [-8, 8]",
+                    f"It checks that {what}")
+
+
+@kind("float_signs", 0.5)
+def _float_signs(w: Writer, rng: random.Random) -> CheckKernel:
+    """Sign builtins: copysign takes its magnitude from one value and its sign from another."""
     s = precision(w)
     f = FLOATS[s]
     zero, one = w.typed(f, 0.0), w.typed(f, 1.0)
-    x = w.load("x", w.array(w.pick("values", "offsets", "samples"), f, -8.0, 8.0))
-    domain = "values in [-8, 8]"
-    signs = []
-    if rng.random() < 0.5:
-        y = w.load("y", w.array(w.pick("magnitudes", "scales"), f, -4.0, 4.0))
-        domain = "values in [-8, 8] and magnitudes in [-4, 4]"
-        signs = [("copysign takes the magnitude of one and the sign of the other",
-                  [f"wp.expect_eq(wp.copysign({y}, {x}), -wp.abs({y}) if {x} < {zero} else wp.abs({y}))"])]
-    w.add("# the inputs are finite", f"wp.expect_eq(wp.isfinite({x}), True)", f"fraction = wp.frac({x})")
-    inf = "wp.inf" if s == "float32" else "wp.float64(wp.inf)"
+    x = w.load("x", w.array(w.pick("values", "samples"), f, -8.0, 8.0))
+    sign = w.load("s", w.array(w.pick("signs", "sign_sources"), f, -4.0, 4.0))
+    w.add(f"signed = wp.copysign({x}, {sign})")
     what = w.checks([
-        ("frac is x less its truncation",  # the stored fraction
-         ["# x less its truncation is exact, so adding the truncation back gives x",
-          f"wp.expect_eq(fraction + wp.trunc({x}), {x})",
-          f"wp.expect_eq(wp.abs(fraction) < {one}, True)"]),
-        *signs,
-        ("a computed infinity and nan are classified",
-         ["# 1 + x * x is at least 1: times infinity it is infinite",
-          f"wp.expect_eq(wp.isinf(({one} + {x} * {x}) * {inf}), True)",
-          "# the square root of a negative number is nan",
-          f"wp.expect_eq(wp.isnan(wp.sqrt(-{one} - {x} * {x})), True)"]),
-        ("step is 1 below zero and 0 elsewhere", [f"wp.expect_eq(wp.step({x}), {one} if {x} < {zero} else {zero})"]),
-        ("radians undoes degrees", ["# |x| <= 8: a few roundings of values below 500, scaled back",
-                                    f"wp.expect_near(wp.radians(wp.degrees({x})), {x}, {tolerance(f)})"]),
-    ], 2, 3, keep=1 + len(signs))
-    w.add(f"{w.at(w.out(w.pick('fraction_out', 'fractions'), f))} = fraction")
-    return w.finish(w.pick("test_float_classes", "check_float_sign_ops", "test_isfinite_copysign"),
-                    f"Check float classification and sign builtins on {s} {domain} and write wp.frac",
-                    f"Finite inputs are finite, and it checks that {what}")
+        ("copysign takes the magnitude of the value and the sign of the other",
+         [f"wp.expect_eq(signed, -wp.abs({x}) if {sign} < {zero} else wp.abs({x}))"]),
+        ("copysign onto 1 is abs", [f"wp.expect_eq(wp.copysign({x}, {one}), wp.abs({x}))"]),
+        ("copysign of 1 is sign", ["# wp.sign is -1 below zero and 1 otherwise: the sign copysign puts on 1",
+                                   f"wp.expect_eq(wp.copysign({one}, {sign}), wp.sign({sign}))"]),
+        ("step is 1 below zero and 0 elsewhere",
+         [f"wp.expect_eq(wp.step({sign}), {one} if {sign} < {zero} else {zero})"]),
+        ("trunc and frac are odd", ["# truncation rounds toward zero, the same on both sides of it",
+                                    f"wp.expect_eq(wp.trunc(-{x}), -wp.trunc({x}))",
+                                    f"wp.expect_eq(wp.frac(-{x}), -wp.frac({x}))"]),
+    ], 2, 3, keep=1)
+    w.add(f"{w.at(w.out(w.pick('signed_values', 'copysigned'), f))} = signed")
+    code = "\n".join(w.lines)
+    used = [f"wp.{fn}" for fn in ("copysign", "sign", "step", "trunc", "frac") if f"wp.{fn}(" in code]
+    return w.finish(w.pick("check_copysign", "check_float_signs", "check_copysign_identities"),
+                    f"Check {clause(used)} on {s} values in [-8, 8] with signs from [-4, 4], "
+                    "and write the values with those signs",
+                    f"It checks that {what}")
 
 
 # ---------------------------------------------------------------------------------------------

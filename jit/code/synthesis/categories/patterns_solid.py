@@ -94,7 +94,8 @@ def _covariance(p: Pattern):
     else:
         # a regulariser large enough that the solve is well conditioned (gradients checked by differences)
         reg = p.scalar(rng.choice(("regularization", "epsilon", "reg")), lo=0.5, hi=1.0)
-        p.add(f"A += {identity(fl)} * {reg}")
+        # added to the diagonal entries, not as a scaled identity matrix built in every thread
+        p.add(*(f"A[{d}, {d}] += {reg}" for d in range(3)))
         gathered = f"the {weighted}second-moment matrix of each point's neighbour offsets, regularised"
     # Warp's adjoint of a matrix carried through a dynamic loop disagrees with finite differences
     diff = use in ("solve", "det") and count == str(k)
@@ -112,19 +113,18 @@ def _covariance(p: Pattern):
     elif use == "polar":  # nearest rotation: A = U S V^T -> R = U V^T
         out = p.array(rng.choice(("rotations", "R_out")), fl.mat, "out")
         p.add(f"U = {fl.m}()", f"S = {fl.v}()", f"V = {fl.m}()", "wp.svd3(A, U, S, V)")
-        zero, one = fl.lit(0.0), fl.lit(1.0)
-        if p.coin(0.4):  # keep a proper rotation: flip U's last column when det < 0
-            flip = f"{fl.m}({one}, {zero}, {zero}, {zero}, {one}, {zero}, {zero}, {zero}, {fl.lit(-1.0)})"
-            p.add("R = U @ wp.transpose(V)", f"if wp.determinant(R) < {zero}:",
-                  f"{INDENT}R = U @ {flip} @ wp.transpose(V)", f"{out}[tid] = R")
-            p.note("flips a reflection to a proper rotation")
-        else:
-            p.add(f"{out}[tid] = U @ wp.transpose(V)")
+        # wp.svd3 returns U and V with determinant +1 and carries a reflection in the sign of S[2]
+        # (Warp's documented convention), so U V^T is a proper rotation without a sign correction
+        p.why(("svd3's U and V are rotations (det +1): a reflection shows as a negative S[2], not in U V^T",
+               "U and V from wp.svd3 have determinant +1, so U V^T is never a reflection"))
+        p.add(f"{out}[tid] = U @ wp.transpose(V)")
         if p.chance(0.3):
             sv = p.array(rng.choice(("singular_values", "stretches")), fl.vec, "out")
             p.add(f"{sv}[tid] = S")
-            p.note("writes the singular values")
+            p.note("writes the singular values, the last one negative where the neighbours are mirrored")
         purpose = f"Assemble {gathered}, and take the nearest rotation by SVD polar decomposition"
+        if p.terse:  # no comment at the line: the docstring says why no sign correction follows
+            purpose += "; the U and V of wp.svd3 are rotations, so U V^T is never a reflection"
     elif use == "eig":
         out = p.array(rng.choice(("eigenvalues", "principal_values")), fl.vec, "out")
         p.add(f"Q = {fl.m}()", f"evals = {fl.v}()", "wp.eig3(A, Q, evals)", f"{out}[tid] = evals")

@@ -17,7 +17,7 @@ partial result with ``wp.tile_atomic_add``:
 - a blocked transpose of a matrix, each block moving one square tile;
 - inclusive or exclusive prefix sums per block, with each block's total.
 
-Tile sizes are module constants (``wp.constant``) or plain ints, named with the kernel's suffix
+Tile sizes are module constants (``wp.constant``, now and then a plain int), named with the kernel's suffix
 like every module-level name a generated kernel defines. What it leaves out: ``tile_matmul``
 (its CUDA build links MathDx, far heavier than every other kernel), Cholesky and FFT.
 """
@@ -101,7 +101,7 @@ class Writer:
         """A module-level tile size, ``wp.constant`` or a plain int (both are compile-time in kernels)."""
         name = self.name(base)
         if not hasattr(self, "wrapped"):  # one author declares every size of a kernel the same way
-            self.wrapped = self.rng.random() < 0.5
+            self.wrapped = self.rng.random() < 0.85  # mostly wp.constant, as Warp's tile examples declare them
         self.constants.append(f"{name} = wp.constant({value})" if self.wrapped else f"{name} = {value}")
         return name
 
@@ -353,15 +353,17 @@ def _matvec(w: Writer, rng: random.Random) -> TileKernel:
         activation = w.name("relu")
         w.funcs.append(f"@wp.func\ndef {activation}(x: {w.spell}):\n{INDENT}return wp.max(x, {w.literal(0.0)})")
     y = w.array(rng.choice(("y", "out", "result")), (rows,), "out")
+    # the row's value, a one-element tile: named for what it holds, never ``dot`` (the builtin wp.dot)
+    acc = rng.choice(("acc", f"{y}_tile", "row_value"))
     w.add(f"row = wp.tile_load({a}[i], shape={width})", f"{x}_tile = wp.tile_load({x}, shape={width})",
-          f"dot = wp.tile_sum(wp.tile_map(wp.mul, row, {x}_tile))")
+          f"{acc} = wp.tile_sum(wp.tile_map(wp.mul, row, {x}_tile))")
     if alpha:
-        w.add(f"dot = dot * {alpha}")
+        w.add(f"{acc} = {acc} * {alpha}")
     if bias:
-        w.add(f"dot = dot + wp.tile_load({bias}, shape=1, offset=i)")
+        w.add(f"{acc} = {acc} + wp.tile_load({bias}, shape=1, offset=i)")
     if activation:
-        w.add(f"dot = wp.tile_map({activation}, dot)")
-    w.add(f"wp.tile_store({y}, dot, offset=i)")
+        w.add(f"{acc} = wp.tile_map({activation}, {acc})")
+    w.add(f"wp.tile_store({y}, {acc}, offset=i)")
     product = (f"{alpha} {a} {x}" if alpha else f"{a} {x}") + (f" + {bias}" if bias else "")
     if activation:
         fn = "tanh" if activation == "wp.tanh" else "relu"
@@ -531,12 +533,17 @@ def _batch(w: Writer, rng: random.Random) -> TileKernel:
     rows = bi * size
     tile = w.constant(rng.choice(("TILE", "TILE_DIM")), size)
     frames = w.constant(rng.choice(("FRAMES", "BATCH", "NUM_MATRICES")), count)
-    height = w.constant(rng.choice(("ROWS", "HEIGHT")), rows)
+    # the height of one stacked matrix: a constant of its own only where it differs from the tile
+    # (several row blocks); otherwise read from the output, so the offsets hold for any launch
+    fixed = bi > 1 and rng.random() < 0.5
+    height = w.constant(rng.choice(("ROWS", "HEIGHT")), rows) if fixed else "height"
     stack = w.array(rng.choice(("stack", "frames", "batch")), (count * rows, bj * size))
     mean = rng.random() < 0.5
     out = w.array(rng.choice(("mean", "average")) if mean else rng.choice(("total", "summed")), (rows, bj * size), "out")
     spread = w.array(rng.choice(("first_minus_mean", "deviation")), (rows, bj * size), "out") \
         if mean and rng.random() < 0.5 else None
+    if not fixed:
+        w.add(f"height = {out}.shape[0]  # rows of each stacked matrix")
     row, col = w.offsets(tile)
     w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell})",
           f"for k in range({frames}):",
