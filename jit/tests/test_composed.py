@@ -398,10 +398,18 @@ def test_sph_forces_normalise_each_kernel_by_its_own_constant():
         if "pressure_pair_acceleration" not in spec.metadata["pieces"]:
             continue
         dim = 2 if "vec2" in source else 3
+        viscous = "viscosity_pair_acceleration" in spec.metadata["pieces"]
+        if viscous and dim == 3:  # the two 3D constants are one, 45 / (pi h^6): one parameter, one product
+            norm = next(n for n in ranges if n in ("kernel_norm", "pair_norm"))
+            assert ranges[norm] == norm_range("spiky_grad", 3) == norm_range("visc_lap", 3), source
+            assert re.search(rf"\(\w+ \+ \w+\) \* (\w+\.)?{norm}\b", source), source
+            assert not {"spiky_grad_norm", "spiky_norm", "visc_lap_norm", "viscosity_norm"} & set(ranges), source
+            kinds[dim, True] += 1
+            continue
         spiky = next(n for n in ranges if n in ("spiky_grad_norm", "spiky_norm"))
         assert ranges[spiky] == norm_range("spiky_grad", dim), source
         visc = next((n for n in ranges if n in ("visc_lap_norm", "viscosity_norm")), None)
-        if "viscosity_pair_acceleration" in spec.metadata["pieces"]:
+        if viscous:
             assert visc and ranges[visc] == norm_range("visc_lap", dim), source
             assert re.search(rf"\* (\w+\.)?{spiky} \+ \w+ \* (\w+\.)?{visc}\b", source), source
         kinds[dim, visc is not None] += 1
@@ -505,3 +513,14 @@ def test_a_loop_builds_no_vector_that_is_the_same_in_every_iteration():
                     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - {"wp"}
                     assert names & assigned, (ast.unparse(node), spec.source)  # something of the loop's own
     assert looped >= 20
+
+
+def test_first_derivatives_are_central_differences_everywhere_they_are_written():
+    """A clamped neighbour would make the border's central difference span one cell over 2 dx (half
+    the one-sided slope): first derivatives wrap around or leave the border out."""
+    boundaries = collections.Counter()
+    for i in range(80):
+        spec = generate(SEED, i, categories=["grid_derivatives"])
+        assert not re.search(r"wp\.(max|min)\([ijk] [-+] 1, ", spec.source), spec.source
+        boundaries["periodic" if "%" in spec.source else "interior"] += 1
+    assert len(boundaries) == 2, boundaries

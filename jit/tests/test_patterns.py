@@ -751,3 +751,16 @@ def test_cloth_drag_names_velocities_in_the_positions_convention():
         assert pairs[x] in params, spec.source
         seen.add(x)
     assert seen == set(pairs)
+
+
+def test_an_element_builds_its_identity_and_reads_its_volume_once():
+    """The strain and the stress share one identity matrix; the force and the energy one volume read."""
+    linear = 0
+    for i in range(150):
+        spec = generate(SEED, i, categories=["fem_elements"])
+        assert spec.source.count("wp.identity(") <= 1, spec.source
+        reads = re.findall(r"\b(\w+)\[tid\]", spec.source)
+        volumes = [r for r in reads if "volume" in r or "area" in r]
+        assert len(volumes) == len(set(volumes)), spec.source
+        linear += "I = wp.identity(" in spec.source
+    assert linear >= 10

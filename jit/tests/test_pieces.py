@@ -172,10 +172,6 @@ case("symplectic_euler", inputs(x=U(-1, 1, 3), v=U(-1, 1, 3), a=U(-2, 2, 3), dt=
 case("explicit_euler", inputs(x=U(-1, 1, 2), v=U(-1, 1, 2), a=U(-2, 2, 2), dt=U(0.001, 0.01)),
      lambda i, o: (close(o["x"], i["x"] + i["v"] * col(i["dt"])), close(o["v"], i["v"] + i["a"] * col(i["dt"]))),
      dim=2)
-case("verlet_kick_drift", inputs(x=U(-1, 1, 3), v=U(-1, 1, 3), a=U(-2, 2, 3), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["x"], i["x"] + i["v"] * col(i["dt"]) + 0.5 * i["a"] * col(i["dt"]) ** 2))
-case("verlet_kick", inputs(v=U(-1, 1, 3), a=U(-2, 2, 3), dt=U(0.001, 0.01)),
-     lambda i, o: close(o["v"], i["v"] + 0.5 * i["a"] * col(i["dt"])))
 def some_pinned(rng, n):
     """Forces, gravity and inverse masses of which every fourth is zero (a pinned particle)."""
     w = rng.uniform(0.1, 2, n)

@@ -15,7 +15,7 @@ from jit.code.synthesis.pieces.base import Role
 from jit.code.synthesis.pieces.kit import (draft, grid, grid_purpose, grid_shape,
                                            interior_guard, items, join, neighbour_loop, pick_weighted, says, solid_cells,
                                            style, total)
-from jit.code.synthesis.pieces.sph import XSPH, norm_range, norm_text
+from jit.code.synthesis.pieces.sph import NORMS, XSPH, norm_range, norm_text
 
 
 SOURCE = "composed"
@@ -90,8 +90,11 @@ def grid_derivatives(rng, name, suffix, complexity):
     dim, w = d.style.dim, d.w
     kind = rng.choice(("gradient", "normals", "magnitude", "divergence", "vorticity") if dim == 2 else
                       ("gradient", "normals", "magnitude", "divergence"))
+    # a central difference over clamped neighbours spans one cell at the border but still divides by
+    # two: periodic grids, or border cells left out, keep every difference a central one
+    boundary = rng.choice(("periodic", "interior"))
     if kind in ("gradient", "normals", "magnitude"):
-        g, field = grid(d, ("phi", "sdf", "pressure", "field"), dim)
+        g, field = grid(d, ("phi", "sdf", "pressure", "field"), dim, boundary)
         out = d.array({"gradient": ("grad_out", "gradient"), "normals": ("normals", "normal_out"),
                        "magnitude": ("grad_norm", "grad_magnitude")}[kind], "scalar" if kind == "magnitude" else "vec",
                       "out")
@@ -112,7 +115,7 @@ def grid_derivatives(rng, name, suffix, complexity):
             w.add(f"{out}[{g.at}] = {grad}")
             what = f"Compute {says(f'central_gradient_{dim}d')} of a scalar field"
     else:
-        g, vel = grid(d, ("velocity", "vel", "u"), dim, first_kind="vec")
+        g, vel = grid(d, ("velocity", "vel", "u"), dim, boundary, first_kind="vec")
         rhs = kind == "divergence" and rng.random() < 0.4  # div(u) / dt, the pressure equation's right-hand side
         names = ("rhs", "pressure_rhs") if rhs else ("div", "divergence") if kind == "divergence" else \
             ("vorticity", "curl")
@@ -300,8 +303,14 @@ def sph_fluid(rng, name, suffix, complexity):
         terms = [says("pressure_pair_acceleration")] + ([says("viscosity_pair_acceleration")] if viscous else [])
         source = "Mueller et al. 2003" if st.dim == 3 else "the 2D kernels"
         lo, hi = norm_range("spiky_grad", st.dim)
-        spiky = d.scalar(("spiky_grad_norm", "spiky_norm"), lo=lo, hi=hi)
-        if viscous:
+        shared = viscous and NORMS["spiky_grad", st.dim] == NORMS["visc_lap", st.dim]  # 3D: both 45 / (pi h^6)
+        spiky = d.scalar(("kernel_norm", "pair_norm") if shared else ("spiky_grad_norm", "spiky_norm"), lo=lo, hi=hi)
+        if shared:  # one constant for both terms, as the host computes it once
+            w.add(f"# the caller computes the normalisation once from the smoothing length h ({source}):",
+                  f"# {spiky} = {norm_text('spiky_grad', st.dim)}, the spiky gradient's and the viscosity "
+                  "Laplacian's alike")
+            a = w.let(("a", "accel", "a_total"), f"({acc_p} + {acc_v}) * {spiky}")
+        elif viscous:
             lo, hi = norm_range("visc_lap", st.dim)
             visc = d.scalar(("visc_lap_norm", "viscosity_norm"), lo=lo, hi=hi)
             w.add(f"# normalisations the caller computes once from the smoothing length h ({source}):",

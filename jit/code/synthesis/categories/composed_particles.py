@@ -32,7 +32,7 @@ PARTICLE_FORCES = ["linear_drag", "quadratic_drag", "wind_drag", "tether_force",
                    "ground_penalty_force"]
 DAMPINGS = ["velocity_damping"]
 DISSIPATION = {"linear_drag", "quadratic_drag", "wind_drag", *DAMPINGS}  # one of them: two count one loss twice
-INTEGRATORS = ["symplectic_euler", "explicit_euler", "verlet_kick_drift"]
+INTEGRATORS = ["symplectic_euler", "explicit_euler"]
 MAX_EFFECTS = 3  # besides the integrator: a kernel does one job
 
 
@@ -71,7 +71,7 @@ def step(d: Draft, integrator: str, x: str, v: str, a: str, limit: bool) -> tupl
         return out["x"], out["v"]
     if integrator == "explicit_euler":  # the position moves with the old velocity, as the method says
         x = d.use("position_drift", x=x, v=v)["x"]
-    v = d.use("verlet_kick" if integrator == "verlet_kick_drift" else "velocity_kick", v=v, a=a)["v"]
+    v = d.use("velocity_kick", v=v, a=a)["v"]
     if integrator != "explicit_euler":  # explicit Euler moved the particle with the old velocity already
         d.w.comment("limit the speed before it moves the particle")
     v = d.use("clamp_speed", v=v)["v"]
@@ -140,9 +140,7 @@ def integrate_particles(rng, name, suffix, complexity):
     damping = next((e for e in chosen if e in DAMPINGS), None)
     if damping:
         v = d.use(damping, v=v)["v"]
-    # half a Verlet step carries no velocity from one substep to the next: only whole steps substep
-    integrators = [i for i in INTEGRATORS if not (substeps and i == "verlet_kick_drift")]
-    integrator = rng.choices(integrators, [PIECES[i].weight for i in integrators])[0]
+    integrator = rng.choices(INTEGRATORS, [PIECES[i].weight for i in INTEGRATORS])[0]
     limit = "clamp_speed" in chosen
     x, v = step(d, integrator, x, v, a, limit)
     colliders = [c.split(":")[1] for c in chosen if c.startswith("collider:")]

@@ -395,8 +395,10 @@ def fem_elements(rng, name, suffix, complexity):
         mu, lam = rng.choice((("k_mu", "k_lambda"), ("mu", "lam")))
         mu = p.scalar(mu, lo=0.5, hi=5.0)
         lam = p.scalar(lam, lo=0.5, hi=5.0)
-    eye = identity(fl, dim)
     model = rng.choice(("linear", "stvk", "neo_hookean"))
+    eye = "I"  # read twice by the strain and the stress: built once
+    if model != "neo_hookean":
+        p.add(f"I = {identity(fl, dim)}")
     if mat == "arrays":
         p.note("reads the Lame parameters per element")
     if model == "linear":
@@ -423,7 +425,9 @@ def fem_elements(rng, name, suffix, complexity):
     vol = p.array(rng.choice(("rest_area", "element_area", "areas") if dim == 2 else
                              ("rest_volume", "element_volume", "volumes")),
                   fl.scalar, lo=0.01, hi=0.1)
-    p.add(f"H = -{vol}[tid] * P @ wp.transpose({dm})")
+    energy = model != "neo_hookean" and p.chance(0.3)
+    volume = p.let("volume", f"{vol}[tid]", inline=0.0) if energy else f"{vol}[tid]"  # read twice: once
+    p.add(f"H = -{volume} * P @ wp.transpose({dm})")
     cols = [f"f{c}" for c in range(1, corners)]
     if p.coin(0.35):  # rows of H^T are the columns of H
         p.add("Ht = wp.transpose(H)", *(f"{c} = Ht[{k}]" for k, c in enumerate(cols)))
@@ -434,10 +438,10 @@ def fem_elements(rng, name, suffix, complexity):
     first = p.pick(f"wp.atomic_sub({forces}, {names[0]}, {' + '.join(cols)})",
                    f"wp.atomic_add({forces}, {names[0]}, -({' + '.join(cols)}))")
     p.add(first, *(f"wp.atomic_add({forces}, {k}, {c})" for k, c in zip(names[1:], cols)))
-    if model != "neo_hookean" and p.chance(0.3):
-        energy = p.array(rng.choice(("energy", "element_energy")), fl.scalar, "out")
+    if energy:
+        out = p.array(rng.choice(("energy", "element_energy")), fl.scalar, "out")
         strain = "eps" if model == "linear" else "E"
-        p.add(f"{energy}[tid] = {vol}[tid] * ({mu} * wp.ddot({strain}, {strain}) + {fl.lit(0.5)} * {lam} * tr * tr)")
+        p.add(f"{out}[tid] = {volume} * ({mu} * wp.ddot({strain}, {strain}) + {fl.lit(0.5)} * {lam} * tr * tr)")
         p.note("writes each element's strain energy")
     elif p.chance(0.25):  # inverted elements, for diagnostics
         inverted = p.array(rng.choice(("inverted", "flipped")), T.INT32, "out")
