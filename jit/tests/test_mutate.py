@@ -695,3 +695,39 @@ def test_a_warp_subpackage_the_source_reads_is_imported():
     wb.init()
     handle = wb.define([rendered], "subpackage_import_test")
     assert handle.namespace["corner_x_ab12cd34"] is not None
+
+
+def test_a_render_drops_formatter_directives_whose_hand_layout_it_does_not_keep():
+    from jit.code.synthesis.mutate import source
+
+    text = ("def f(s: float):\n    # transposed definition\n    # fmt: off\n    m = (s, 0.0,\n         0.0, s)\n"
+            "    # fmt: on\n    return m  # yapf: disable\n")
+    tree = ast.parse(text)
+    out = source.render(tree, source.notes(tree, text))
+    assert "# transposed definition" in out and "m = (s, 0.0, 0.0, s)" in out, out
+    assert "fmt:" not in out and "yapf" not in out, out
+
+
+NODES = """
+import warp as wp
+
+
+@wp.kernel
+def nodes(padding: int, out: wp.array(dtype=int)):
+    cell, i, j, k = wp.tid()
+    nodes_per_dim = 2 * padding + 2
+    node_index = ((cell * nodes_per_dim + i) * nodes_per_dim + j) * nodes_per_dim + k
+    out[node_index] = 1
+"""
+
+
+def test_an_extracted_helper_takes_its_arguments_in_the_order_they_are_written():
+    from jit.code.synthesis.mutate import helpers
+
+    unit = M.Unit(NODES, "nodes", "h", infer(M.Unit(NODES, "nodes")))
+    assert helpers.extract(unit, random.Random(0))
+    text = unit.render()
+    lines = text.splitlines()
+    header = lines[lines.index("@wp.func") + 1]
+    names = [a.split(":")[0].strip() for a in header[header.index("(") + 1:header.rindex(")")].split(",")]
+    assert names == ["cell", "nodes_per_dim", "i", "j", "k"], text

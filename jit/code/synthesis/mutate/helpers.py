@@ -66,10 +66,14 @@ def extract_sites(unit: Unit) -> list[tuple[ast.stmt, str, list[str]]]:
                 or not extractable(value)
             ):
                 continue
-            free = []  # the kernel's own names (a local may shadow a builtin: ``dir``)
-            for n in walk(value):
-                if isinstance(n, ast.Name) and n.id in local and n.id not in free:
-                    free.append(n.id)
+            # the kernel's own names (a local may shadow a builtin: ``dir``), in the order they are
+            # written (a breadth-first walk would give ``((cell * n + i) * n + j) * n + k`` as k, n, j, i, cell)
+            first: dict[str, tuple[float, float, int]] = {}
+            for order, n in enumerate(walk(value)):
+                if isinstance(n, ast.Name) and n.id in local:
+                    at = (getattr(n, "lineno", float("inf")), getattr(n, "col_offset", float("inf")), order)
+                    first[n.id] = min(first.get(n.id, at), at)
+            free = sorted(first, key=first.get)
             if not worth_a_function(target.id, value, free):
                 continue
             if types is None:

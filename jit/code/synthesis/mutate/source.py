@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 
@@ -79,6 +80,9 @@ def notes(tree: ast.Module, text: str) -> Notes:
     return out
 
 
+FORMATTER_DIRECTIVE = re.compile(r"#\s*(fmt:\s*(off|on|skip)|yapf:\s*(disable|enable))\b")
+
+
 @functools.lru_cache(maxsize=4096)
 def scan(text: str) -> tuple[dict, dict, frozenset, dict]:
     """(comments above each code line, trailing comments, lines after a blank line, number
@@ -92,6 +96,8 @@ def scan(text: str) -> tuple[dict, dict, frozenset, dict]:
     code_lines: set[int] = set()
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         row = tok.start[0]
+        if tok.type == tokenize.COMMENT and FORMATTER_DIRECTIVE.match(tok.string):
+            continue  # it protected the seed's hand layout, which a render does not keep
         if tok.type == tokenize.COMMENT:
             if tok.line[: tok.start[1]].strip():
                 trailing[row] = tok.string
