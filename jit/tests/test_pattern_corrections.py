@@ -505,3 +505,258 @@ def test_tile_locals_do_not_shadow_builtin_names():
     assert len(rows) > 20
     for spec in TILES:
         assert not re.search(r"^\s+dot = ", spec.source, re.MULTILINE), spec.source
+
+
+# ---------------------------------------------------------------------------------------------
+# 11: property-check names and the factorisations' outputs
+
+
+# words of a kernel's name that are Warp builtins but name a concept there, not a call: "inverse" (an
+# inverse trigonometric function), "matrix" and "vector" (shapes), "int", "float", "bool" (types)
+PLAIN_WORDS = {"inverse", "matrix", "vector", "int", "float", "bool"}
+# builtins a kernel calls as operators: % is wp.mod, // wp.floordiv, + wp.add
+OPERATORS = {"mod": " % ", "floordiv": " // ", "add": " + "}
+
+
+def _named_builtins(name: str) -> list[str]:
+    """The builtins a kernel's name names, longest first: ``check_transform_inverse_0001`` ->
+    ``["transform_inverse"]``, ``check_floor_ceil_trunc_0001`` -> ``["floor", "ceil", "trunc"]``;
+    words that are no builtin (``check``, ``roundtrip``, ``identities``) or plain words name none."""
+    builtins = set(wb.builtin_names())
+    words = name.rsplit("_", 1)[0].split("_")
+    named, k = [], 0
+    while k < len(words):
+        for j in range(len(words), k, -1):
+            word = "_".join(words[k:j])
+            if word in builtins and (j - k > 1 or word not in PLAIN_WORDS):
+                named.append(word)
+                k = j
+                break
+        else:
+            k += 1
+    return named
+
+
+def test_property_check_names_call_the_builtins_they_name():
+    """Every builtin a kernel's name names is called by the checks it drew: no ``check_log_cbrt`` without
+    ``wp.cbrt``, no ``check_transform_inverse`` without ``wp.transform_inverse``."""
+    seen = set()
+    for which in sorted(Checks.KINDS):
+        for kernel in _checks(which, 150):
+            code = _code(kernel.source())
+            for fn in _named_builtins(kernel.name):
+                seen.add(fn)
+                assert f"wp.{fn}(" in code or OPERATORS.get(fn, "@@") in code, f"{fn}\n{kernel.source()}"
+    assert {"cbrt", "transform_inverse", "copysign", "quat_rotate_inv", "determinant"} <= seen, seen
+
+
+def test_sign_check_names_cover_every_builtin_checked():
+    """A kernel named for copysign checks nothing but copysign (and sign, which copysign onto 1 is);
+    one that also checks step, trunc or frac has a general name or names both builtins."""
+    names = set()
+    for kernel in _checks("float_signs", 200):
+        code = _code(kernel.source())
+        used = {fn for fn in ("copysign", "sign", "step", "trunc", "frac") if f"wp.{fn}(" in code}
+        base = kernel.name.rsplit("_", 1)[0]
+        names.add(base)
+        if base in ("check_copysign", "check_copysign_identities"):
+            assert used <= {"copysign", "sign"}, kernel.source()
+        else:
+            assert base == "check_float_signs" or set(base.split("_")[1:]) == used, kernel.source()
+    assert {"check_copysign", "check_float_signs"} <= names, names
+
+
+PROMISES = {  # (kind, a word of the name): what the source shows when the drawn checks keep that promise
+    ("vec_cross", "orthogonal"): r"wp\.dot\(c, ",
+    ("shifts", "roundtrip"): r"shifted >> ",
+    ("quat_rotate", "roundtrip"): r"wp\.quat_rotate_inv\(|wp\.quat_inverse\(",
+    ("transform_roundtrip", "roundtrip"): r"wp\.transform_inverse\(",
+    ("norms", "huber"): r"wp\.norm_(pseudo_)?huber\(",
+    ("hyperbolic_trig", "trig"): r"wp\.(asin|atan|acos)\(",
+    ("logs_roots", "roots"): r"wp\.cbrt\(",
+    ("logs_roots", "bases"): r"wp\.log\(",
+}
+
+
+def test_property_words_of_names_are_checked():
+    """A property a name promises (orthogonal, roundtrip, huber, inverse trig) is among the drawn checks."""
+    kept = set()
+    for (which, word), shown in PROMISES.items():
+        for kernel in _checks(which, 150):
+            if word in kernel.name.rsplit("_", 1)[0].split("_"):
+                kept.add((which, word))
+                assert re.search(shown, _code(kernel.source())), kernel.source()
+    assert kept == set(PROMISES), set(PROMISES) - kept
+
+
+def test_factorisations_check_order_on_values_and_name_outputs_for_what_they_hold():
+    """svd2's ordering is checked on the values (the larger singular value is the first), not as a
+    comparison expected to equal True; the stored singular values or R factors are named as such."""
+    kinds = set()
+    for kernel in _checks("mat_factor", 120):
+        text = kernel.source()
+        assert not re.search(r"wp\.expect_eq\(.*[<>]=?.*, True\)", text), text
+        outs = [p.name for p in kernel.params if p.role == "out"]
+        assert "factor" not in outs, text
+        if "wp.svd2(" in text:
+            kinds.add("svd2")
+            assert "wp.expect_eq(wp.max(sigma), sigma[0])" in text, text
+            assert set(outs) <= {"sigma_out", "singular_values"}, text
+        elif "wp.qr3(" in text:
+            kinds.add("qr3")
+            assert set(outs) <= {"R_out", "r_factors"}, text
+    assert kinds == {"svd2", "qr3"}
+
+
+# ---------------------------------------------------------------------------------------------
+# 12: ray casting's purpose and far distance, springs' signature, pressure projection and the
+# bilinear sampler, reductions' names, tile offsets, stacked means and layer-norm parameters
+
+from jit.code.synthesis.categories import patterns_grid as G  # noqa: E402
+from jit.code.synthesis.categories import patterns_particles as P  # noqa: E402
+
+
+def test_ray_cast_purpose_reads_as_a_sentence_and_takes_the_far_distance_from_the_caller():
+    """"Cast a ray per pixel of a pinhole camera against spheres and write the hit distance", not "Ray
+    cast the hit distance along each ray of spheres"; the nearest hit starts at a far distance the
+    caller passes (no ``no_hit = 1.0e6`` sentinel that drops farther hits)."""
+    for spec in RAYS:
+        for said in (spec.purpose, _docstring(spec.source) or spec.purpose):  # a kernel may have no docstring
+            assert said.startswith("Cast a ray per pixel of a pinhole camera against "), spec.source
+            assert "Ray cast" not in said and " of spheres" not in said, spec.source
+        assert "no_hit" not in spec.source and not re.search(r"\b1\.0e6\b", spec.source), spec.source
+        start = re.search(r"^\s+(t_hit|closest|nearest) = (\w+)$", spec.source, re.MULTILINE)
+        assert start, spec.source
+        far = _arg(spec, start.group(2))
+        assert far["kind"] == "scalar" and far["name"] in ("max_t", "t_max"), spec.source
+
+
+SPRINGS = _draw(P.spring_forces, 300)
+PARTICLE_ARRAYS = {"positions", "particle_q", "x", "velocities", "particle_qd", "v",
+                   "inv_mass", "particle_inv_mass", "inv_masses"}
+
+
+def test_spring_signature_puts_particle_arrays_first_and_purpose_names_damping():
+    """As in Warp's eval_springs: the particles' arrays (positions, then velocities) before the per-spring
+    arrays, scalars after them; a damped spring's purpose says it is damped, an undamped one's does not."""
+    damped = undamped = 0
+    for spec in SPRINGS:
+        inputs = [a for a in spec.launch["args"] if a["kind"] == "array" and a["role"] == "in"]
+        first = [a["name"] in PARTICLE_ARRAYS for a in inputs]
+        assert first[0] and first == sorted(first, reverse=True), spec.source
+        kinds = [a["kind"] for a in spec.launch["args"] if a["role"] == "in"]
+        assert kinds == sorted(kinds), spec.source  # arrays, then scalars
+        if "length - " in spec.source and "lam = " in spec.source:
+            continue  # a distance constraint: no spring force
+        velocity = [a["name"] for a in inputs if a["name"] in ("velocities", "particle_qd", "v")]
+        if velocity:
+            damped += 1
+            assert inputs[1]["name"] == velocity[0], spec.source
+            assert "damp" in spec.purpose.lower() and "Hookean" not in spec.purpose, spec.source
+        else:
+            undamped += 1
+            assert "damp" not in spec.purpose.lower(), spec.source
+    assert damped > 60 and undamped > 30, (damped, undamped)
+
+
+STENCILS = _draw(G.grid_stencil, 500)
+
+
+def test_pressure_projection_is_named_for_the_projection_and_its_pressure():
+    """A kernel subtracting the pressure gradient from a velocity reads ``pressure`` (or ``p``), not ``phi``,
+    and is named for the projection (``subtract_pressure_gradient``, ``project_velocity``), not as a gradient;
+    a kernel named ``pressure_gradient`` takes the gradient of a pressure."""
+    projections = 0
+    for spec in STENCILS:
+        base = spec.name.rsplit("_", 1)[0]
+        field = next(a["name"] for a in spec.launch["args"] if a["kind"] == "array" and a["role"] == "in")
+        if re.search(r"\] = \w+\[[ijk, ]+\] - g$", spec.source, re.MULTILINE):
+            projections += 1
+            assert field in ("pressure", "p") and "phi" not in spec.source, spec.source
+            assert base in ("subtract_pressure_gradient", "project_velocity", "apply_pressure"), spec.source
+        elif base == "pressure_gradient":
+            assert field == "pressure", spec.source
+    assert projections > 20, projections
+
+
+def test_bilinear_sampler_bounds_only_what_can_go_out_of_range():
+    """After ``x`` is clamped to [0, n - 1], ``int(x)`` is its floor and ``i0 + 1`` only needs an upper bound:
+    no ``wp.floor`` before ``int()``, no ``wp.clamp(i0 + 1, 0, ...)``."""
+    samplers = 0
+    for spec in _draw(G.advection, 300):
+        for name, func in _funcs(spec.source).items():
+            text = ast.unparse(func)
+            if "i0" not in text:
+                continue
+            samplers += 1
+            assert "wp.floor" not in text and "wp.clamp(i0 + 1" not in text and "wp.clamp(j0 + 1" not in text, text
+            assert "wp.min(i0 + 1, f.shape[0] - 1)" in text and "wp.min(j0 + 1, f.shape[1] - 1)" in text, text
+    assert samplers > 150, samplers
+
+
+def test_reduction_names_say_the_mask_and_the_squared_errors():
+    """A masked sum of plain values is named as masked (not ``sum_array``); a sum of squared errors says
+    squared (``sum_squared_error``, ``sse``), not ``total_error``; one of absolute errors says absolute."""
+    masked = squared = absolute = 0
+    for spec in REDUCTIONS:
+        base = spec.name.rsplit("_", 1)[0]
+        total = re.search(r"wp\.atomic_add\((\w+), 0, (\w+)\)$|^\s+(\w+)\[0\] \+= (\w+)$", spec.source, re.MULTILINE)
+        if not total:
+            continue
+        out, value = (total.group(1), total.group(2)) if total.group(1) else (total.group(3), total.group(4))
+        if value == "value" and re.search(r"if \w+\[tid\] == 0:\n\s+return", spec.source):
+            masked += 1
+            assert "masked" in base and base not in ("sum_array", "sum_values", "reduce_sum"), spec.source
+        if value == "err_sq":
+            squared += 1
+            assert "squared" in base or "sse" in base, spec.source
+            assert out != "total_error" and "total_error" not in spec.source, spec.source
+        if value == "abs_err":
+            absolute += 1
+            assert "abs" in base or "l1" in base, spec.source
+    assert masked > 5 and squared > 10 and absolute > 10, (masked, squared, absolute)
+
+
+MORE_TILES = [_built(Tiles.tile_blocks, i) for i in range(400, 1400)]
+
+
+def test_elementwise_tiles_compute_their_offset_once():
+    """Three loads and a store at one block offset: ``i * TILE`` is computed once (row and column locals,
+    or one tuple), not in every call."""
+    elementwise = [s for s in MORE_TILES if s.name.rsplit("_", 1)[0] in Tiles.NAMES["fma"] + Tiles.NAMES["lerp"]
+                   + Tiles.NAMES["clip"]]
+    assert len(elementwise) > 40
+    for spec in elementwise:
+        assert len(re.findall(r"\bi \* \w+", spec.source)) == 1, spec.source
+        assert len(re.findall(r"\bj \* \w+", spec.source)) == 1, spec.source
+    axpy = [s for s in MORE_TILES if s.name.rsplit("_", 1)[0] in Tiles.NAMES["axpy"] and "j = wp.tid()" in s.source]
+    assert axpy
+    for spec in axpy:
+        assert len(re.findall(r"\bi \* \w+", spec.source)) == 1, spec.source
+
+
+def test_stacked_mean_loads_each_matrix_once_and_leaves_sizes_to_the_constants():
+    """The first matrix, needed again for the deviation, is loaded once and the sum goes on from it
+    (the loop from 1); the docstring gives no sizes that belong to the module constants."""
+    stacks = [s for s in MORE_TILES if s.name.rsplit("_", 1)[0] in Tiles.NAMES["batch_mean"] + Tiles.NAMES["batch_sum"]]
+    spreads = 0
+    for spec in stacks:
+        assert not re.search(r"\d", _docstring(spec.source)), spec.source
+        loads = len(re.findall(r"wp\.tile_load\(", spec.source))
+        if "first" in spec.source:
+            spreads += 1
+            assert loads == 2 and re.search(r"for k in range\(1, \w+\):", spec.source), spec.source
+        else:
+            assert loads == 1 and re.search(r"for k in range\(\w+\):", spec.source), spec.source
+    assert len(stacks) > 30 and spreads > 5, (len(stacks), spreads)
+
+
+def test_layer_norm_scale_and_shift_share_one_convention():
+    """``gamma`` goes with ``beta``, ``weight`` with ``bias``: never ``weight`` with ``beta``."""
+    norms = [s for s in MORE_TILES if s.name.rsplit("_", 1)[0] in Tiles.NAMES["layer_norm"] + Tiles.NAMES["rms_norm"]]
+    pairs = 0
+    for spec in norms:
+        names = {a["name"] for a in spec.launch["args"]}
+        assert not {"weight", "beta"} <= names and not {"gamma", "bias"} <= names, spec.source
+        pairs += {"gamma", "beta"} <= names or {"weight", "bias"} <= names
+    assert pairs > 5, pairs

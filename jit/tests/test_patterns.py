@@ -764,3 +764,13 @@ def test_an_element_builds_its_identity_and_reads_its_volume_once():
         assert len(volumes) == len(set(volumes)), spec.source
         linear += "I = wp.identity(" in spec.source
     assert linear >= 10
+
+
+def test_a_particle_step_never_divides_by_a_mass_unguarded():
+    """A zero mass marks a kinematic particle: the inverse mass is zero there, never 1 / 0."""
+    seen = 0
+    for i in range(200):
+        spec = generate(SEED, i, categories=["particle_integration"])
+        assert not re.search(r"= 1\.0 / (\w+\[tid\]|m)$", spec.source, re.MULTILINE), spec.source
+        seen += "1.0 / m," in spec.source
+    assert seen >= 5

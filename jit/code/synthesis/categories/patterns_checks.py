@@ -140,6 +140,12 @@ class Writer:
     def pick(self, *options):
         return self.rng.choice(options)
 
+    def called(self, *fns: str) -> list[str]:
+        """Those of the builtins ``fns`` the lines drawn so far call (comments aside), in the order given:
+        a kernel is named only for builtins its drawn checks call."""
+        code = "\n".join(line for line in self.lines if not line.lstrip().startswith("#"))
+        return [fn for fn in fns if f"wp.{fn}(" in code]
+
     def checks(self, options: list[tuple[str, list[str]]], lo: int = 2, hi: int = 3, keep: int = 0) -> str:
         """Add the lines of ``lo`` to ``hi`` of ``options`` (``(what it checks, lines)``; the first ``keep``
         always), in their order; returns what the drawn checks check, as one clause for the purpose."""
@@ -410,7 +416,8 @@ def _shifts(w: Writer, rng: random.Random) -> CheckKernel:
                      (f"multiplies it by {2**k}", [f"wp.expect_eq(shifted, {x} * {w.typed(t, 2**k)})"]),
                      (f"clears the low {'bit' if k == 1 else f'{k} bits'}", [f"wp.expect_eq(shifted & {w.typed(t, 2**k - 1)}, {w.typed(t, 0)})"])])
     w.add(f"{w.at(w.out(w.pick('shifted_out', 'scaled'), t))} = shifted")
-    return w.finish(w.pick("test_shift_left", "check_shift_roundtrip", "test_shift_ops"),
+    names = ("test_shift_left", "test_shift_ops") + (("check_shift_roundtrip",) if "shifts back" in what else ())
+    return w.finish(w.pick(*names),
                     f"Check left shifts by {k} of {t.name} values below 2**{top}", f"The shift {what}")
 
 
@@ -651,7 +658,11 @@ def _rounding(w: Writer, rng: random.Random) -> CheckKernel:
     written = {"floor": "floors", "round": "rounded values", "rint": "nearest integers", "trunc": "truncations"}[store]
     out = w.out({"floor": "floors", "round": "rounded_out", "rint": "nearest_out", "trunc": "truncated_out"}[store], t)
     w.add(f"{w.at(out)} = {local}")
-    return w.finish(w.pick("test_rounding", "check_floor_ceil_trunc", "test_round_ops"),
+    fns = w.called("floor", "ceil", "trunc", "round", "rint")  # floor and ceil always
+    names = ["test_rounding", "check_" + "_".join(fns) if len(fns) <= 3 else "test_rounding_identities"]
+    if "round" in fns:
+        names.append("test_round_ops")
+    return w.finish(w.pick(*names),
                     f"Check rounding identities of {t.name} values in {interval(lo, 8.0)} and write their {written}",
                     f"It checks that {what}")
 
@@ -742,7 +753,7 @@ def _bool_logic(w: Writer, rng: random.Random) -> CheckKernel:
     else:
         w.add(f"{w.at(w.out(w.pick('selected_out', 'masked'), T.FLOAT32))} = selected")
         headline = "Check bool logic and wp.where for every pair of flags and write the value where both are true"
-    return w.finish(w.pick("test_bool_logic", "check_bool_ops", "test_conditional_select"), headline,
+    return w.finish(w.pick("test_bool_logic", "check_bool_ops", "test_conditional_where"), headline,
                     f"It checks {what}")
 
 

@@ -65,7 +65,8 @@ def _vec_cross(w: Writer, rng: random.Random) -> CheckKernel:
                      ("changes sign with the order of the factors",
                       [f"wp.expect_near(wp.cross({b}, {a}), -c, {tolerance(v)})"])])
     w.add(f"{w.at(w.out(w.pick('normals', 'crossed'), v))} = c")
-    return w.finish(w.pick("test_cross_product", "check_cross_orthogonal", "test_vec_cross"),
+    names = ("test_cross_product", "test_vec_cross") + (("check_cross_orthogonal",) if "orthogonal" in what else ())
+    return w.finish(w.pick(*names),
                     f"Check cross product identities for every input pair of {v.name} vectors with components in [-1, 1]",
                     f"The cross product {what}")
 
@@ -261,7 +262,9 @@ def _mat_product(w: Writer, rng: random.Random) -> CheckKernel:
         w.add(f"{w.at(w.out(w.pick('dets', 'determinants'), f))} = det_ab")
     else:
         w.add(f"{w.at(w.out(w.pick('products', 'AB_out'), m))} = AB")
-    return w.finish(w.pick("test_mat_product", "check_transpose_product", "test_determinant_product"),
+    names = ["test_mat_product"]  # and the product identities it draws: the stored value's always
+    names += [f"test_{fn}_product" for fn in w.called("transpose", "determinant") if f"{fn} of a product" in what]
+    return w.finish(w.pick(*names),
                     f"Check identities of {m.name} matrix products for every input pair with entries in [-0.5, 0.5]",
                     f"It checks that {what}")
 
@@ -325,7 +328,12 @@ def _quat_rotate(w: Writer, rng: random.Random) -> CheckKernel:
                       [f"wp.expect_near(wp.quat_rotate(wp.quat_inverse({q}), r), {v}, {tol})"]),
                      *([("a literal turn composes with it", literal_turn(w, q, v, tol))] if s == "float32" else [])])
     w.add(f"{w.at(w.out(w.pick('rotated', 'out'), VECS[3, s]))} = r")
-    return w.finish(w.pick("test_quat_rotate", "check_quat_rotate_inv", "test_quat_roundtrip"),
+    names = ["test_quat_rotate"]
+    if w.called("quat_rotate_inv"):
+        names.append("check_quat_rotate_inv")
+    if "undoes it" in what:  # quat_rotate_inv or the inverse quaternion takes the vector back
+        names.append("test_quat_roundtrip")
+    return w.finish(w.pick(*names),
                     f"Check wp.quat_rotate of {VECS[3, s].name} vectors with components in [-2, 2] for every unit input rotation",
                     f"It checks that {what}")
 
@@ -412,7 +420,10 @@ def _transform_roundtrip(w: Writer, rng: random.Random) -> CheckKernel:
     else:
         what = w.checks(options, keep=1)
     w.add(f"{w.at(w.out(w.pick('world_points', 'out'), v))} = p")
-    return w.finish(w.pick("test_transform_point", "check_transform_inverse", "test_transform_roundtrip"),
+    names = ["test_transform_point", "test_transform_identities"]
+    if w.called("transform_inverse"):  # the inverse takes points back
+        names += ["check_transform_inverse", "test_transform_roundtrip"]
+    return w.finish(w.pick(*names),
                     "Check wp.transform_point for every input transform and point: translations and points with "
                     "components in [-2, 2], unit rotations", f"It checks that {what}")
 

@@ -70,13 +70,15 @@ def grid_stencil(rng, name, suffix, complexity):
     vec = {2: T.VEC2F, 3: T.VEC3F}[dims] if not fl.f64 else {2: None, 3: T.VEC3D}[dims]
     if op in ("gradient", "divergence") and vec is None:
         op = "diffusion"
+    project = op == "gradient" and p.chance(0.4)  # pressure projection: subtract the gradient from a velocity
     field_name = {"diffusion": ("temperature", "u", "concentration", "field"), "wave": ("height", "h", "u") if dims == 2 else ("u", "amplitude"),
-                  "jacobi": ("pressure", "p"), "gradient": ("pressure", "phi", "potential"),
+                  "jacobi": ("pressure", "p"),
+                  # the field whose gradient a projection subtracts is a pressure, named as one
+                  "gradient": ("pressure", "p") if project else ("pressure", "phi", "potential"),
                   "divergence": ("velocity", "vel", "u")}[op]
     f = p.array(rng.choice(field_name), vec if op == "divergence" else fl.scalar, ndim=dims)
     lookup = clamped_lookup(p, dims, p.fl.spell(vec if op == "divergence" else fl.scalar)) if boundary == "clamp" else None
     out_type = vec if op == "gradient" else fl.scalar
-    project = op == "gradient" and p.chance(0.4)  # pressure projection: subtract the gradient from a velocity
     if project:
         out_name = rng.choice(("velocity_out", "vel_new"))
     else:
@@ -166,9 +168,12 @@ def grid_stencil(rng, name, suffix, complexity):
             p.note(f"scales it to the pressure equation's right-hand side by {scale} = -rho / dt")
         p.add(f"{out}[{at}] = div_u")
         purpose = f"Compute the central-difference divergence of a velocity field on a {dims}-D grid"
+    # a kernel that subtracts the gradient from a velocity is named for the projection, not the gradient;
+    # a plain gradient is a pressure gradient only when the field is a pressure
+    gradient = ("subtract_pressure_gradient", "project_velocity", "apply_pressure") if project else \
+        ("compute_gradient", "grad_field") + (("pressure_gradient",) if f == "pressure" else ())
     base = {"diffusion": ("diffuse", "heat_step", "diffusion_step"), "wave": ("wave_solve", "wave_step"),
-            "jacobi": ("pressure_jacobi", "jacobi_iteration", "solve_pressure"),
-            "gradient": ("compute_gradient", "pressure_gradient", "grad_field"),
+            "jacobi": ("pressure_jacobi", "jacobi_iteration", "solve_pressure"), "gradient": gradient,
             "divergence": ("compute_divergence", "divergence", "velocity_divergence")}[op]
     return p.finish(rng.choice(base), p.kb.dims, purpose=purpose)
 
@@ -294,10 +299,9 @@ def bilinear(p: Pattern, dtype: str, names: tuple[str, ...] = ("sample_bilinear"
     head = []
     for a, n in (("x", 0), ("y", 1)):
         head.append(f"{a} = wp.clamp({f'pos[{n}]' if by_vec else a}, 0.0, float(f.shape[{n}] - 1))")
-    floor = p.pick("int(wp.floor({}))", "int({})")
-    head += [f"i0 = {floor.format('x')}", f"j0 = {floor.format('y')}"]
-    head += p.pick(["i1 = wp.min(i0 + 1, f.shape[0] - 1)", "j1 = wp.min(j0 + 1, f.shape[1] - 1)"],
-                   ["i1 = wp.clamp(i0 + 1, 0, f.shape[0] - 1)", "j1 = wp.clamp(j0 + 1, 0, f.shape[1] - 1)"])
+    # x and y are clamped non-negative: int() truncation is the floor, and i0 + 1 needs no lower bound
+    head += ["i0 = int(x)", "j0 = int(y)",
+             "i1 = wp.min(i0 + 1, f.shape[0] - 1)", "j1 = wp.min(j0 + 1, f.shape[1] - 1)"]
     head += ["tx = x - float(i0)", "ty = y - float(j0)"]
     form = p.pick("nested", "rows", "weights")
     if form == "nested":

@@ -83,10 +83,16 @@ def particle_integration(rng, name, suffix, complexity):
             p.note("keeps gravity off kinematic particles (zero inverse mass)")
     elif mass == "mass":
         m = p.array("masses" if rng.random() < 0.5 else "particle_mass", fl.scalar, lo=0.5, hi=2.0)
+        zero = fl.lit(0.0)
         if diagnostic == "energy":
-            p.add(f"m = {m}[tid]", f"w = {fl.lit(1.0)} / m")
+            p.add(f"m = {m}[tid]")
+            mass_of = "m"
         else:
-            p.add(f"w = {fl.lit(1.0)} / {m}[tid]")
+            mass_of = p.let("m", f"{m}[tid]", inline=0.0)
+        # a zero mass marks a kinematic particle, as host code marks it by a zero inverse mass
+        p.add(f"w = wp.where({mass_of} > {zero}, {fl.lit(1.0)} / {mass_of}, {zero})")
+        gravity = f"{gravity} * wp.nonzero(w)"
+        p.note("treats zero-mass particles as kinematic: no force or gravity accelerates them")
     elif mass == "scalar":
         w = setting("inv_mass")
     if forced:
@@ -222,22 +228,24 @@ def spring_forces(rng, name, suffix, complexity):
     n_particles = rng.choice((8, 16, 32))
     pshape = (n_particles,)
     p.guard("tid", None, (rng.choice(("num_springs", "spring_count")), p.kb.dims[0]), p=0.12)
-    i, j = endpoints(p, n_particles)
+    # the signature as Warp's eval_springs has it: the particles' arrays (positions, then velocities),
+    # then the per-spring arrays (indices, rest lengths, coefficients), then scalars and outputs
     x = p.array(rng.choice(("positions", "particle_q", "x")), fl.vec, lo=-1.0, hi=1.0, shape=pshape)
     if rng.random() < 0.4:
-        return _distance_constraint(p, x, i, j, pshape)
+        return _distance_constraint(p, x, pshape)
+    damped = p.chance(0.6)
+    v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape) if damped else None
+    i, j = endpoints(p, n_particles)
     p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]")
     rest = per_spring(p, "rest_lengths" if rng.random() < 0.5 else "spring_rest_length", "rest_length", 0.1, 1.0,
                       always=True)
     ke = per_spring(p, "spring_stiffness", "ke", 10.0, 100.0)
-    damped = p.chance(0.6)
     helper = p.chance(0.35)
     eps = fl.lit(1.0e-6)
     if helper:
         force = p.name(rng.choice(("spring_force", "eval_spring")))
         zero = p.pick(f"{fl.v}()", f"{fl.v}({', '.join([fl.lit(0.0)] * fl.dim)})")
         if damped:  # the damper acts on the rate of stretch: a pair spinning rigidly feels no damping
-            v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             args = "xi: {v}, xj: {v}, vi: {v}, vj: {v}, rest: {s}, ke: {s}, kd: {s}".format(v=fl.v, s=fl.s)
             tail = [f"if length < {eps}:", f"{INDENT}return {zero}", "n = d / length",
@@ -263,7 +271,6 @@ def spring_forces(rng, name, suffix, complexity):
             p.add(f"direction = d / wp.max(length, {eps})")
         p.add(f"c = length - {rest}")
         if damped:
-            v = p.array(VELOCITY_OF[x], fl.vec, shape=pshape)
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             if p.coin():
                 p.add(f"dcdt = wp.dot(direction, {v}[{j}] - {v}[{i}])", f"f = direction * ({ke} * c + {kd} * dcdt)")
@@ -284,14 +291,16 @@ def spring_forces(rng, name, suffix, complexity):
         p.add(f"wp.atomic_add({forces}, {i}, f)", f"wp.atomic_add({forces}, {j}, -f)")
     else:
         p.add(f"{forces}[{i}] += f", f"{forces}[{j}] -= f")
+    kind = p.pick("damped spring forces", "spring-damper forces") if damped else "Hookean spring forces"
     return p.finish(rng.choice(("eval_springs", "spring_forces", "accumulate_spring_forces")), p.kb.dims,
-                    purpose="Accumulate Hookean spring forces, equal and opposite on the two particles of each spring")
+                    purpose=f"Accumulate {kind}, equal and opposite on the two particles of each spring")
 
 
-def _distance_constraint(p: Pattern, x: str, i: str, j: str, pshape: tuple[int, ...]) -> KernelBuilder:
+def _distance_constraint(p: Pattern, x: str, pshape: tuple[int, ...]) -> KernelBuilder:
     """Position-based dynamics: project one distance constraint, accumulate the corrections."""
     rng, fl = p.rng, p.fl
     w = p.array(rng.choice(("inv_mass", "particle_inv_mass", "inv_masses")), fl.scalar, lo=0.0, hi=2.0, shape=pshape)
+    i, j = endpoints(p, pshape[0])  # the constraints' arrays after the particles'
     rest = per_spring(p, "rest_lengths", "rest_length", 0.1, 1.0, always=True)
     p.add(f"xi = {x}[{i}]", f"xj = {x}[{j}]", f"wi = {w}[{i}]", f"wj = {w}[{j}]", "w_sum = wi + wj")
     zero = fl.lit(0.0)

@@ -152,11 +152,9 @@ def ray_cast(rng, name, suffix, complexity):
         image = p.array(rng.choice(("pixels", "image", "color")), T.VEC3F, "out", ndim=2)
     normal = None if is_depth else "n"  # a depth image needs no normals
     ro = camera_ray(p, image, w, h)
-    if p.coin(0.35):
-        far = p.scalar("max_t", lo=50.0, hi=100.0)
-    else:  # a distance no hit reaches: pixels still at it saw nothing
-        far = "no_hit"
-        p.add("no_hit = 1.0e6")
+    # the far distance comes from the caller (no sentinel constant that a far scene could exceed):
+    # a pixel whose nearest hit is still at it saw nothing
+    far = p.scalar(p.pick("max_t", "t_max"), lo=50.0, hi=100.0)
     near = p.pick("t_hit", "closest", "nearest")  # the distance to the nearest hit so far
     p.add(f"{near} = {far}")
     if normal:
@@ -216,8 +214,9 @@ def ray_cast(rng, name, suffix, complexity):
             depth = p.array(rng.choice(("depth", "hit_distance")), T.FLOAT32, "out", ndim=2)
             p.add(f"{depth}[i, j] = {near}")
             p.note("writes the hit distance too")
-    what = "the hit distance along each ray" if is_depth else "a diffuse-shaded image"
+    what = (p.pick("write the hit distance", "write the distance to the nearest hit") if is_depth
+            else p.pick("write a diffuse-shaded image", "shade the nearest hit diffusely"))
     # renders are discontinuous at silhouettes: no gradient check
     return p.finish(rng.choice(("render", "raycast", "trace_rays", "draw")), p.kb.dims, ["i", "j"],
-                    purpose=f"Ray cast {what} of {scene} through a pinhole camera, one thread per pixel",
+                    purpose=f"Cast a ray per pixel of a pinhole camera against {scene} and {what}",
                     differentiable=False)

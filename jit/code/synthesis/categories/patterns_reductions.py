@@ -165,10 +165,16 @@ def atomic_reduction(rng, name, suffix, complexity):
         p.add(f"wp.atomic_add({sums}, i, {value})" if rng.random() < 0.5 else f"{sums}[i] += {value}")
         return p.finish(rng.choice(("sum_rows", "row_reduce", "reduce_rows")), p.kb.dims,
                         purpose=f"Sum the {words} of each row of a 2-D array into one entry per row")
-    if "error" in words:
-        names, totals = ("total_error", "sum_errors", "error_sum"), ("loss", "total_error", "result")
+    if "error" in words:  # named for the errors it sums: squared or absolute
+        names, totals = (("sum_squared_error", "squared_error_sum", "compute_sse"), ("sse", "sum_sq_error", "loss")) \
+            if "squared" in words else \
+            (("sum_abs_error", "sum_absolute_errors", "l1_error_sum"), ("abs_error_sum", "total_abs_error", "loss"))
     else:
         names, totals = SUM_NAMES[value]
+    if value == "value" and masked:  # a sum of plain values says the mask that picks them
+        names = ("masked_sum", "sum_masked", "masked_reduce_sum")
+    elif value == "value" and words.startswith("weighted"):
+        names = ("weighted_sum", "sum_weighted")
     total = p.array(rng.choice(totals), fl.scalar, "out", shape=(1,))
     p.add(f"wp.atomic_add({total}, 0, {value})" if rng.random() < 0.6 else f"{total}[0] += {value}")
     return p.finish(rng.choice(names), p.kb.dims,

@@ -130,9 +130,10 @@ class Writer:
             return name
         return expr
 
-    def offsets(self, tile: str, p: float = 0.5) -> tuple[str, str]:
-        """A 2D block's row and column offsets: both named as locals, or both written in place."""
-        if self.rng.random() < p:
+    def offsets(self, tile: str, p: float = 0.5, uses: int = 2) -> tuple[str, str]:
+        """A 2D block's row and column offsets: both named as locals, or both written in place. Offsets
+        read by more than two loads and stores are always named: computed once, not at every call."""
+        if uses > 2 or self.rng.random() < p:
             self.add(f"row = i * {tile}", f"col = j * {tile}")
             return "row", "col"
         return f"i * {tile}", f"j * {tile}"
@@ -311,8 +312,10 @@ def _layer_norm(w: Writer, rng: random.Random) -> TileKernel:
     x = w.array(rng.choice(("x", "features", "inputs")), (rows, cols))
     rms = rng.random() < 0.35  # RMS normalisation: no mean subtracted
     affine = rng.random() < 0.5
-    gamma = w.array(rng.choice(("gamma", "weight")), (cols,), lo=0.5, hi=1.5) if affine or rms else None
-    beta = w.array(rng.choice(("beta", "bias")), (cols,)) if affine and not rms else None
+    # the scale and shift named in one convention: gamma and beta, or weight and bias
+    scale_name, shift_name = rng.choice((("gamma", "beta"), ("weight", "bias")))
+    gamma = w.array(scale_name, (cols,), lo=0.5, hi=1.5) if affine or rms else None
+    beta = w.array(shift_name, (cols,)) if affine and not rms else None
     eps = w.scalar("eps", 1.0e-5, 1.0e-5) if rng.random() < 0.5 else "1.0e-5"
     y = w.array(rng.choice(("y", "normalized", "out")), (rows, cols), "out")
     inv_n = f"1.0 / {w.cast(width)}"
@@ -387,8 +390,8 @@ def _axpy(w: Writer, rng: random.Random) -> TileKernel:
     y = w.array("y", shape, "inout" if in_place else "in")
     out = y if in_place else w.array(rng.choice(("z", "out")), shape, "out")
     y_term = f"{beta} * y_tile" if beta else "y_tile"
-    if two_d:
-        row, col = w.offsets(tile)
+    if two_d:  # two loads and a store at the block's offsets
+        row, col = w.offsets(tile, uses=3)
         at = f"shape=({tile}, {tile}), offset=({row}, {col})"
     else:
         at = f"shape={tile}, offset={w.index('start', f'i * {tile}')}"
@@ -510,15 +513,21 @@ def _elementwise(w: Writer, rng: random.Random) -> TileKernel:
     arrays = [w.array(name, shape, lo=lo, hi=hi) for name, (lo, hi) in zip(rng.choice(names), ranges)]
     bias = w.array(rng.choice(("bias", "column_bias")), (bj * size,)) if rng.random() < 0.4 else None
     out = w.array(rng.choice(("out", "output", "y")), shape, "out")
-    row, col = w.offsets(tile)
-    at = f"shape=({tile}, {tile}), offset=({row}, {col})"
+    # three loads and a store at one block offset: computed once, as row and column locals or one tuple
+    if not bias and rng.random() < 0.4:
+        w.add(f"block_offset = (i * {tile}, j * {tile})")  # not `offset`: an input may be called that
+        where = "block_offset"
+    else:
+        row, col = w.offsets(tile, uses=4)
+        where = f"({row}, {col})"
+    at = f"shape=({tile}, {tile}), offset={where}"
     tiles = [f"{a}_tile" for a in arrays]
     w.add(*(f"{t} = wp.tile_load({a}, {at})" for t, a in zip(tiles, arrays)),
           f"result = wp.tile_map({fn}, {', '.join(tiles)})")
     if bias:
         w.add("# one bias per column, the same for every row of the tile",
               f"result += wp.tile_broadcast(wp.tile_load({bias}, shape={tile}, offset={col}), shape=({tile}, {tile}))")
-    w.add(f"wp.tile_store({out}, result, offset=({row}, {col}))")
+    w.add(f"wp.tile_store({out}, result, offset={where})")
     what = says.format(**dict(zip(args, arrays)))
     said = "" if not bias else " plus a bias per column" + ("" if bias == "bias" else f" ({bias})")
     purpose = f"Elementwise {out} = {what}{said}"
@@ -544,22 +553,25 @@ def _batch(w: Writer, rng: random.Random) -> TileKernel:
         if mean and rng.random() < 0.5 else None
     if not fixed:
         w.add(f"height = {out}.shape[0]  # rows of each stacked matrix")
-    row, col = w.offsets(tile)
-    w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell})",
-          f"for k in range({frames}):",
-          f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")
+    row, col = w.offsets(tile, uses=4 if spread else 2)
+    w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell})")
+    if spread:  # the first matrix is needed again after the mean: loaded once, the sum going on from it
+        w.add(f"first = wp.tile_load({stack}, shape=({tile}, {tile}), offset=({row}, {col}))", "acc += first",
+              f"for k in range(1, {frames}):")
+    else:
+        w.add(f"for k in range({frames}):")
+    w.add(f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")
     if mean:
         w.add(f"acc = acc * (1.0 / {w.cast(frames)})" if w.real is T.FLOAT32 else
               f"acc = acc * ({w.real.py}(1.0) / {w.real.py}({frames}))")
     w.add(f"wp.tile_store({out}, acc, offset=({row}, {col}))")
     if spread:
-        w.add(f"first = wp.tile_load({stack}, shape=({tile}, {tile}), offset=({row}, {col}))",
-              f"wp.tile_store({spread}, first - acc, offset=({row}, {col}))")
+        w.add(f"wp.tile_store({spread}, first - acc, offset=({row}, {col}))")
     what = "Mean" if mean else "Sum"
     detail = f"It writes the first matrix less the mean to {spread}" if spread else ""
+    # the sizes are the module constants': the docstring does not repeat them
     return w.finish(rng.choice(NAMES["batch_mean" if mean else "batch_sum"]), [bi, bj], rng.choice(BLOCK_DIMS),
-                    f"{what} of the {count} {rows} x {bj * size} matrices stacked in {stack}, "
-                    f"one {size} x {size} tile per block", detail)
+                    f"{what} of the matrices stacked along the rows of {stack}, one square tile per block", detail)
 
 
 def _complex_mul(w: Writer, rng: random.Random) -> TileKernel:
