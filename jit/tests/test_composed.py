@@ -524,3 +524,35 @@ def test_first_derivatives_are_central_differences_everywhere_they_are_written()
         assert not re.search(r"wp\.(max|min)\([ijk] [-+] 1, ", spec.source), spec.source
         boundaries["periodic" if "%" in spec.source else "interior"] += 1
     assert len(boundaries) == 2, boundaries
+
+
+def test_a_ray_caster_reports_sphere_ids_only_where_every_hit_is_a_sphere():
+    """Ids, normals and shading of the sphere hit come only from scenes of spheres alone: a plane or box
+    hit would shorten the depth and leave the other outputs at their miss values."""
+    tracked = 0
+    for i in range(200):
+        spec = generate(SEED, i, categories=["cast_rays", "body_points"])
+        purpose = spec.metadata["purpose"]
+        if spec.category == "cast_rays" and re.search(r"which sphere|of the spheres hit|off the spheres", purpose):
+            tracked += 1
+            assert "plane" not in purpose and "box" not in purpose, purpose
+        if spec.category == "body_points" and "contact" in purpose:
+            assert "normals rotated" not in purpose, purpose  # a contact test and a normal transform: two jobs
+    assert tracked >= 5
+
+
+def test_contact_kernels_normalise_only_pairs_that_touch():
+    """The pair's direction is computed inside the touching test, not for every candidate pair."""
+    checked = 0
+    for i in range(120):
+        spec = generate(SEED, i, categories=["particle_contacts", "granular_contacts"])
+        fn = kernel_def(spec.source)
+        touching = [n for n in ast.walk(fn) if isinstance(n, ast.If) and re.fullmatch(r"\w+ < \w+", ast.unparse(n.test))
+                    and ast.unparse(n.test).startswith(("length", "dist"))]
+        assert len(touching) == 1, spec.source
+        inside = {id(n) for n in ast.walk(touching[0])}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and "wp.max(" in ast.unparse(node.value) and "/" in ast.unparse(node.value):
+                assert id(node) in inside, spec.source
+                checked += 1
+    assert checked >= 60

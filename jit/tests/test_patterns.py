@@ -774,3 +774,17 @@ def test_a_particle_step_never_divides_by_a_mass_unguarded():
         assert not re.search(r"= 1\.0 / (\w+\[tid\]|m)$", spec.source, re.MULTILINE), spec.source
         seen += "1.0 / m," in spec.source
     assert seen >= 5
+
+
+def test_generated_text_uses_warps_american_spelling():
+    """Names, comments, docstrings and purposes say "neighbor" and "normalize", as NVIDIA's code does;
+    a mutant keeps its seed's text."""
+    from jit.code.synthesis.docs import american
+
+    assert american("Neighbours normalised; num_neighbours, the centre's colour") == \
+        "Neighbors normalized; num_neighbors, the center's color"
+    british = re.compile(r"(?i)neighbour|normalis|centre|colour|behaviour")
+    for source in ("composed", "patterns"):
+        for i in range(150):
+            spec = generate(SEED, i, sources=[source])
+            assert not british.search(spec.source + spec.metadata["purpose"]), spec.source

@@ -27,6 +27,27 @@ NO_DOCSTRING = 0.3  # kernels left without one, of those whose author may leave 
 _ASIDE = re.compile(r"\s*\((?:[A-Za-z][\w.'-]*[,;:]?\s+){2,}[A-Za-z][\w.'-]*\)")
 
 
+# British spellings the generator's phrases use, and Warp's (American) spelling of them: names,
+# comments and docstrings read as NVIDIA's code does ("neighbor", "normalization")
+_AMERICAN = {"neighbour": "neighbor", "normalis": "normaliz", "centre": "center", "centred": "centered",
+             "colour": "color", "behaviour": "behavior", "favour": "favor", "randomis": "randomiz",
+             "regularis": "regulariz", "minimis": "minimiz", "maximis": "maximiz", "generalis": "generaliz",
+             "labelled": "labeled", "modelled": "modeled", "modelling": "modeling", "travelled": "traveled",
+             "licence": "license", "analyse": "analyze", "initialis": "initializ", "discretis": "discretiz",
+             "stabilis": "stabiliz", "linearis": "lineariz", "optimis": "optimiz", "parametris": "parametriz"}
+_BRITISH = re.compile("|".join(sorted(_AMERICAN, key=len, reverse=True)), re.IGNORECASE)
+
+
+def american(text: str) -> str:
+    """``text`` with Warp's American spellings ("neighbours" -> "neighbors", "Normalised" ->
+    "Normalized"), in names, comments and docstrings alike, the first letter's case kept."""
+    def swap(m: re.Match) -> str:
+        word = _AMERICAN[m.group(0).lower()]
+        return word[0].upper() + word[1:] if m.group(0)[0].isupper() else word
+
+    return _BRITISH.sub(swap, text)
+
+
 def sentence(text: str) -> str:
     text = text.strip()
     return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""

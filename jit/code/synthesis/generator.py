@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from jit.code.analysis.builtins import body_nodes, called_builtins, called_operators, warp_builtins  # noqa: F401
 from jit.code.synthesis.categories import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category
+from jit.code.synthesis.docs import american
 from jit.code.synthesis.layout import SUBSCRIPT_SHARE, format_source, subscript_arrays
 from jit.code.synthesis.stmt import COMPLEXITY, KernelBuilder, Param
 
@@ -62,11 +63,16 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
         if CATEGORIES[category].source == "mutants" or not too_small(source):
             break
     name = kb.name  # a builder may name its kernel by what it does (still ending in the suffix)
-    if CATEGORIES[category].source != "mutants" and rng.random() < SUBSCRIPT_SHARE:  # mutants keep their seed's
+    synthesized = CATEGORIES[category].source != "mutants"  # mutants keep their seed's text
+    if synthesized and rng.random() < SUBSCRIPT_SHARE:
         source = subscript_arrays(source)
+    if synthesized:
+        source, name = american(source), american(name)
     source = format_source(source)
-    return KernelSpec(name, category, source, seed, index, attempt,
-                      metadata(kb, source, category, seed, index, attempt, complexity))
+    meta = metadata(kb, source, category, seed, index, attempt, complexity)
+    if synthesized and "purpose" in meta:
+        meta["purpose"] = american(meta["purpose"])
+    return KernelSpec(name, category, source, seed, index, attempt, meta)
 
 
 REDRAWS = 4  # builds of a synthesized kernel before a too-small one is kept anyway

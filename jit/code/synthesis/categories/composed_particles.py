@@ -10,6 +10,8 @@ or scatters the results, varied the ways real projects vary (precision, 2D or 3D
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from jit.code.synthesis import types as T
 from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
@@ -195,6 +197,21 @@ def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str,
     return d, its, n_particles, i, j, masked
 
 
+def contact_geometry(d: Draft, x_i: str, x_j: str) -> tuple[str, str, Callable[[], str]]:
+    """A pair's offset and distance, and a function writing its unit direction: called inside the
+    touching test, so pairs that do not touch never normalise (``edge_geometry`` does all three)."""
+    w = d.w
+    delta = w.let(("delta", "d", "x_ij"), f"{x_j} - {x_i}")
+    length = w.let(("length", "dist"), w.length(delta))
+
+    def direction() -> str:
+        w.comment("coincident particles have no direction: leave it zero rather than divide by zero",
+                  "no division by a zero distance")
+        return w.let(("n", "direction", "e_ij"), f"{delta} / wp.max({length}, {w.lit(1.0e-6)})")
+
+    return delta, length, direction
+
+
 def relative_motion(d: Draft, v_j: str, v_i: str, n: str) -> dict[str, str]:
     """The pair's relative velocity and its normal part, once for the contact terms that share them."""
     v_rel = d.w.let(("v_rel", "dv"), f"{v_j} - {v_i}")
@@ -273,7 +290,7 @@ def particle_contacts(rng, name, suffix, complexity):
         w.add(f"if {i} == {j}:", f"{INDENT}return")
     x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
     x_i, x_j = w.let(("xi", "x_i"), f"{x}[{i}]"), w.let(("xj", "x_j"), f"{x}[{j}]")
-    geo = d.use("edge_geometry", x_i=x_i, x_j=x_j)
+    _, length, direction = contact_geometry(d, x_i, x_j)
     if rng.random() < 0.5:
         radii = d.array(("radii", "particle_radius"), "scalar", lo=0.05, hi=0.2, shape=pshape)
         reach = w.let(("reach", "contact_dist"), f"{radii}[{i}] + {radii}[{j}]")
@@ -283,13 +300,14 @@ def particle_contacts(rng, name, suffix, complexity):
         sized = "twice a common radius"
     extra = pick_weighted(rng, ["contact_damping_force", "contact_friction_force"], rng.choice((0, 0, 1, 2)))
     forces = d.array(R.FORCE.names, "vec", rng.choice(("out", "inout")), shape=pshape)
-    with w.block(f"if {geo['length']} < {reach}"):  # one test for every contact force: the pair touches
-        terms = [d.use("contact_penalty_force", n=geo["n"], length=geo["length"], reach=reach)["f"]]
+    with w.block(f"if {length} < {reach}"):  # one test for every contact force: the pair touches
+        normal = direction()
+        terms = [d.use("contact_penalty_force", n=normal, length=length, reach=reach)["f"]]
         if extra:
             v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
-            rel = relative_motion(d, f"{v}[{j}]", f"{v}[{i}]", geo["n"])
+            rel = relative_motion(d, f"{v}[{j}]", f"{v}[{i}]", normal)
             for piece_name in extra:
-                terms.append(d.use(piece_name, n=geo["n"], **rel)["f"])
+                terms.append(d.use(piece_name, n=normal, **rel)["f"])
         f = total(d, terms, ("f", "force", "f_contact_total"))
         scatter_pair(d, forces, i, j, f)
     what = join([says("contact_penalty_force"), *(says(e) for e in extra)])
@@ -527,14 +545,15 @@ def granular_contacts(rng, name, suffix, complexity):
     f = w.let(("f", "force", "f_total"), st.zero())
     j, how = neighbour_loop(d, n, x)
     with w.block(f"if {j} != tid"):
-        geo = d.use("edge_geometry", x_i=xi, x_j=f"{x}[{j}]")
+        _, length, direction = contact_geometry(d, xi, f"{x}[{j}]")
         if radii:
             reach = w.let(("reach", "contact_dist"), f"{ri} + {radii}[{j}]")
-        with w.block(f"if {geo['length']} < {reach}"):  # one test for every contact force: the pair touches
-            w.add(f"{f} += {d.use('contact_penalty_force', n=geo['n'], length=geo['length'], reach=reach)['f']}")
-            rel = relative_motion(d, f"{v}[{j}]", vi, geo["n"]) if extra else {}
+        with w.block(f"if {length} < {reach}"):  # one test for every contact force: the pair touches
+            normal = direction()
+            w.add(f"{f} += {d.use('contact_penalty_force', n=normal, length=length, reach=reach)['f']}")
+            rel = relative_motion(d, f"{v}[{j}]", vi, normal) if extra else {}
             for piece_name in extra:
-                w.add(f"{f} += {d.use(piece_name, n=geo['n'], **rel)['f']}")
+                w.add(f"{f} += {d.use(piece_name, n=normal, **rel)['f']}")
     w.depth -= 1
     what = join([says("contact_penalty_force"), *(says(e) for e in extra)])
     if rng.random() < 0.4:  # and take the step right away

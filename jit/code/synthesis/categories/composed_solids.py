@@ -154,7 +154,7 @@ def body_points(rng, name, suffix, complexity):
         w.comment("how far below the ground each point is; zero when above it")
         w.add(f"{depths}[tid] = wp.max({d.resolve(R.GROUND)} - {p}[1], {d.style.lit(0.0)})")
         purpose += ", with their penetration depths below a ground plane"
-    if rng.random() < 0.3:
+    if contact == "none" and rng.random() < 0.3:  # a shape's points with its normals, not beside a contact test
         normals = d.array(("local_normals", "body_normals"), "vec3")
         n = d.use("transform_vector", xform=X, d=f"{normals}[tid]")["d"]
         nout = d.array(("world_normals", "normals_world"), "vec3", "out")
@@ -385,7 +385,9 @@ def cast_rays(rng, name, suffix, complexity):
     shapes = rng.sample(["spheres", "ground", "box"], rng.choice((1, 1, 2, 3)))
     named = []
     best = None
-    track = rng.random() < 0.7  # which sphere was hit: for its normal, or to report it
+    # which sphere was hit, for its normal or to report it: only in a scene of spheres alone, where every
+    # hit has a sphere (a plane or box hit would get no id, no normal, and outputs that disagree)
+    track = shapes == ["spheres"] and rng.random() < 0.7
     for shape in shapes:
         if shape == "spheres":
             n_spheres = rng.choice((1, 4, 8))
@@ -406,16 +408,9 @@ def cast_rays(rng, name, suffix, complexity):
             w.depth -= 1
             named.append("a list of spheres")
         else:
-            if best is not None:  # its own distance first: a nearer plane or box hides the spheres behind it
-                t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_max)["t"]
-                with w.block(f"if {t} < {t_best}"):
-                    w.rebind(t_best, t)
-                    w.add(f"# {'the plane' if shape == 'ground' else 'the box'} hides the spheres: no sphere is hit")
-                    w.rebind(best, "-1")
-            else:
-                t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_best)["t"]
-                if t != t_best:
-                    w.rebind(t_best, t)
+            t = d.use(f"ray_{shape}", inline=True, o=o, d=dvec, t_max=t_best)["t"]
+            if t != t_best:
+                w.rebind(t_best, t)
             named.append("a ground plane" if shape == "ground" else "an axis-aligned box")
     d.differentiable = False  # nearest-hit selection jumps between shapes
     depth = d.array(("depth", "hit_distance", "t_out"), "scalar", "out")
@@ -450,8 +445,7 @@ def cast_rays(rng, name, suffix, complexity):
     if best is not None and (not shaded or rng.random() < 0.5):
         ids = d.array(("hit_ids", "hit_index", "sphere_id"), T.INT32, "out")
         w.add(f"{ids}[tid] = {best}")
-        outputs.append("which sphere each ray hit (-1 for none)" if named == ["a list of spheres"] else
-                       "which sphere each ray hit (-1 where the nearest hit is no sphere)")
+        outputs.append("which sphere each ray hit (-1 for none)")
     purpose = f"Cast rays against {join(named)}, keeping {join(outputs)}"
     detail = "Misses keep the far distance."
     if shaded:
