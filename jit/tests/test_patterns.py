@@ -788,3 +788,20 @@ def test_generated_text_uses_warps_american_spelling():
         for i in range(150):
             spec = generate(SEED, i, sources=[source])
             assert not british.search(spec.source + spec.metadata["purpose"]), spec.source
+
+
+def test_some_authors_set_a_kernels_steps_apart_with_blank_lines():
+    """About half the synthesized kernels have blank lines between their steps (before a loop, a
+    branch or a comment that opens a step); the text stays as black lays it out."""
+    from jit.code.synthesis.layout import paragraphs
+
+    text = "@wp.kernel\ndef k(a: float):\n    tid = wp.tid()\n    x = a\n    # step two\n    y = x\n    for i in range(3):\n        y += x\n    z = y\n"
+    assert paragraphs(text) == ("@wp.kernel\ndef k(a: float):\n    tid = wp.tid()\n    x = a\n\n    # step two\n"
+                                "    y = x\n\n    for i in range(3):\n        y += x\n\n    z = y\n")
+    airy = 0
+    for i in range(120):
+        spec = generate(SEED, i, sources=["composed", "patterns"])
+        body = spec.source.split(" = wp.tid()")[-1]
+        airy += "\n\n    " in body
+        assert format_source(spec.source) == spec.source
+    assert 30 <= airy <= 90, airy

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from jit.code.analysis.builtins import body_nodes, called_builtins, called_operators, warp_builtins  # noqa: F401
 from jit.code.synthesis.categories import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category
 from jit.code.synthesis.docs import american
-from jit.code.synthesis.layout import SUBSCRIPT_SHARE, format_source, subscript_arrays
+from jit.code.synthesis.layout import AIRY, SUBSCRIPT_SHARE, format_source, paragraphs, subscript_arrays
 from jit.code.synthesis.stmt import COMPLEXITY, KernelBuilder, Param
 
 __all__ = ["CATEGORIES", "DEFAULT_SOURCES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
@@ -68,6 +68,8 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
         source = subscript_arrays(source)
     if synthesized:
         source, name = american(source), american(name)
+        if rng.random() < AIRY:
+            source = paragraphs(source)
     source = format_source(source)
     meta = metadata(kb, source, category, seed, index, attempt, complexity)
     if synthesized and "purpose" in meta:

@@ -48,6 +48,37 @@ def format_source(source: str) -> str:
     return out
 
 
+AIRY = 0.5  # kernels whose author sets their steps apart with blank lines (others write one dense run)
+
+
+def paragraphs(source: str) -> str:
+    """The kernel's steps set apart by blank lines, as many authors write them: around a loop or a
+    branch of more than a guard, and before a comment that opens a step. Only the kernel's own body
+    (its last ``@wp.kernel`` function, at its top level); lines that are already blank stay single."""
+    tree = ast.parse(source)
+    kernel = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+              and any("kernel" in ast.unparse(d) for d in n.decorator_list)][-1]
+    lines = source.split("\n")
+    body = [s for s in kernel.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+    def block(s: ast.stmt) -> bool:
+        guard = (isinstance(s, ast.If) and not s.orelse and len(s.body) == 1
+                 and isinstance(s.body[0], (ast.Return, ast.Continue)))
+        return isinstance(s, (ast.For, ast.While, ast.If, ast.With)) and not guard
+
+    before = []  # 0-based line indexes a blank line goes before
+    for prev, s in zip(body, body[1:]):
+        start = s.lineno - 1
+        while start > 0 and lines[start - 1].strip().startswith("#"):
+            start -= 1  # the comments that lead the statement go with it
+        opens_step = start < s.lineno - 1
+        if (block(s) or block(prev) or opens_step) and lines[start - 1].strip():
+            before.append(start)
+    for at in reversed(before):
+        lines.insert(at, "")
+    return "\n".join(lines)
+
+
 def subscript_arrays(source: str) -> str:
     """``wp.array(dtype=wp.vec3)`` spelled ``wp.array[wp.vec3]`` (``ndim=2`` as ``wp.array2d[...]``): the
     same annotation, in the form Warp 1.19's own code uses. Other annotations are left as written."""
