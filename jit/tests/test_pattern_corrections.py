@@ -491,7 +491,7 @@ def test_stacked_matrix_height_is_not_a_copy_of_the_tile_size():
     for spec in stacks:
         consts = dict(re.findall(r"^(\w+) = (?:wp\.constant\()?(\d+)\)?$", spec.source, re.MULTILINE))
         height = re.search(r"offset=\(k \* (\w+) \+", spec.source).group(1)
-        tile = re.search(r"wp\.tile_zeros\(shape=\((\w+),", spec.source).group(1)
+        tile = re.search(r"wp\.tile_load\(\w+, shape=\((\w+),", spec.source).group(1)
         out = next(a for a in spec.launch["args"] if a["role"] == "out")
         if height == "height":
             assert re.search(rf"height = {out['name']}\.shape\[0\]", spec.source), spec.source
@@ -736,19 +736,14 @@ def test_elementwise_tiles_compute_their_offset_once():
 
 
 def test_stacked_mean_loads_each_matrix_once_and_leaves_sizes_to_the_constants():
-    """The first matrix, needed again for the deviation, is loaded once and the sum goes on from it
-    (the loop from 1); the docstring gives no sizes that belong to the module constants."""
+    """The first matrix is loaded once, starting the sum, which goes on from it (the loop from 1);
+    the docstring gives no sizes that belong to the module constants."""
     stacks = [s for s in MORE_TILES if s.name.rsplit("_", 1)[0] in Tiles.NAMES["batch_mean"] + Tiles.NAMES["batch_sum"]]
-    spreads = 0
     for spec in stacks:
         assert not re.search(r"\d", _docstring(spec.source)), spec.source
         loads = len(re.findall(r"wp\.tile_load\(", spec.source))
-        if "first" in spec.source:
-            spreads += 1
-            assert loads == 2 and re.search(r"for k in range\(1, \w+\):", spec.source), spec.source
-        else:
-            assert loads == 1 and re.search(r"for k in range\(\w+\):", spec.source), spec.source
-    assert len(stacks) > 30 and spreads > 5, (len(stacks), spreads)
+        assert loads == 2 and re.search(r"for k in range\(1, \w+\):", spec.source), spec.source
+    assert len(stacks) > 30, len(stacks)
 
 
 def test_layer_norm_scale_and_shift_share_one_convention():
@@ -760,3 +755,179 @@ def test_layer_norm_scale_and_shift_share_one_convention():
         assert not {"weight", "beta"} <= names and not {"gamma", "bias"} <= names, spec.source
         pairs += {"gamma", "beta"} <= names or {"weight", "bias"} <= names
     assert pairs > 5, pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# round 25: stacked-matrix sums, atomic extremes, hash-grid counts, SPH density, integer division,
+# and doubled words in purposes and docstrings
+
+from jit.code.synthesis.categories import patterns_fluids as Fluids  # noqa: E402
+from jit.code.synthesis.categories import patterns_geometry as Geo  # noqa: E402
+from jit.code.synthesis.categories.registry import CATEGORIES  # noqa: E402
+
+
+def test_stacked_matrices_sum_from_the_first_load_into_one_output():
+    """The sum starts from the first matrix's tile (no zeroed tile it is then added to), and an
+    averaging kernel writes the average only: no deviation of the first matrix beside it."""
+    stacks = [s for s in MORE_TILES if s.name.rsplit("_", 1)[0] in Tiles.NAMES["batch_mean"] + Tiles.NAMES["batch_sum"]]
+    assert len(stacks) > 30
+    for spec in stacks:
+        assert "tile_zeros" not in spec.source, spec.source
+        assert re.search(r"^\s+acc = wp\.tile_load\(", spec.source, re.MULTILINE), spec.source
+        assert [a["role"] for a in spec.launch["args"]].count("out") == 1, spec.source
+
+
+def test_an_atomic_extreme_is_named_for_the_values_it_reduces():
+    """``find_max`` (``reduce_min``, ...) holds the extreme of the values themselves; the extreme of
+    squares, errors, lengths or weighted values says which in its name. No value is called ``r``."""
+    plain = named = 0
+    for spec in REDUCTIONS:
+        assert not re.search(r"^\s+r = ", spec.source, re.MULTILINE), spec.source
+        extreme = re.search(r"wp\.atomic_(max|min)\(\w+, 0, (\w+)\)$", spec.source, re.MULTILINE)
+        if not extreme or extreme.group(2) == "x" or "for k in range(" in spec.source:  # boxes, grid strides
+            continue
+        base = spec.name.rsplit("_", 1)[0]
+        if extreme.group(2) == "value" and not re.search(r"value = value \*", spec.source):
+            plain += 1
+            continue
+        named += 1
+        assert base not in {f"{v}_{e}" for e in ("max", "min") for v in ("reduce", "find")} | {"max_reduce", "min_reduce"}, \
+            spec.source
+        assert base.startswith((f"{extreme.group(1)}_", f"find_{extreme.group(1)}_")), spec.source
+    assert plain > 3 and named > 10, (plain, named)
+
+
+NEIGHBOURS = _draw(Geo.grid_neighbors)
+SPH = _draw(Fluids.sph)
+
+
+def _loop_lines(source: str) -> list[str]:
+    """The lines inside the kernel's neighbour loops (``for index in`` or ``while ..._next``)."""
+    lines, inside, depth = [], False, 0
+    for line in source.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if inside and line.strip() and indent <= depth:
+            inside = False
+        if inside:
+            lines.append(line)
+        if re.match(r"\s+(for \w+ in wp\.hash_grid_query|while wp\.hash_grid_query_next)", line):
+            inside, depth = True, indent
+    return lines
+
+
+def test_a_neighbour_loop_squares_no_radius_of_its_own():
+    """A radius or smoothing length squared is one value for the whole loop: computed once before
+    it, not again for every neighbour the query returns."""
+    loops = 0
+    for spec in NEIGHBOURS + SPH:
+        scalars = {a["name"] for a in spec.launch["args"] if a["kind"] == "scalar"}
+        body = _loop_lines(spec.source)
+        loops += bool(body)
+        for line in body:
+            squared = {a for a, b in re.findall(r"(?=\b(\w+) \* (\w+)\b)", line) if a == b}
+            assert not squared & scalars, spec.source
+    assert loops > 500, loops
+
+
+def test_a_neighbour_count_marks_a_particle_without_neighbours_and_clamps_only_a_list():
+    """The nearest distance of a particle with no neighbour is -1 (said in the docstring), not the
+    query radius a neighbour exactly at the radius would give too; the radius, a float already, is
+    not converted again; a count is clamped only where a list of that capacity is written."""
+    nearest = 0
+    for spec in NEIGHBOURS:
+        assert not re.search(r"float\((radius|query_radius)\)", spec.source), spec.source
+        assert "wp.min(count," not in spec.source, spec.source
+        if re.search(r"(nearest_dist|min_distance)\[i\] = ", spec.source):
+            nearest += 1
+            assert re.search(r"if count == 0:\n\s+nearest = -1\.0\n", spec.source), spec.source
+            doc = _docstring(spec.source)
+            assert not doc or "-1 for a particle with none" in doc, spec.source  # a docstring says the -1
+            assert "index == i" in spec.source or "index != i" in spec.source, spec.source  # not itself, at 0
+    assert nearest > 10, nearest
+
+
+def test_a_neighbour_count_and_its_nearest_distance_match_numpy():
+    """Counts within the radius and the nearest distance (-1 for none), against all pairs in NumPy."""
+    spec = next(s for s in NEIGHBOURS if "nearest = -1.0" in s.source and "num_particles" not in s.source
+                and len([a for a in s.launch["args"] if a["role"] == "out"]) == 2)
+    n = spec.launch["dim"][0]
+    x = np.random.default_rng(25).uniform(-1.0, 1.0, (n, 3)).astype(np.float32)
+    radius = 0.3
+    grid = wp.HashGrid(16, 16, 16, device="cpu")
+    points = wp.array(x, dtype=wp.vec3, device="cpu")
+    grid.build(points, 0.5)
+    outs, values = {}, []
+    for arg in spec.launch["args"]:
+        if arg["kind"] == "handle":
+            values.append(grid.id)
+        elif arg["kind"] == "scalar":
+            values.append(radius)
+        elif arg["role"] == "in":
+            values.append(points)
+        else:
+            outs[arg["name"]] = wp.zeros(n, dtype=int if arg["dtype"] == "int32" else float, device="cpu")
+            values.append(outs[arg["name"]])
+    handle = wb.define([spec.source], "test_pattern_corrections_neighbour_count")
+    try:
+        handle.module.options["enable_backward"] = False
+        wp.launch(handle.namespace[spec.name], dim=n, inputs=values, device="cpu")
+    finally:
+        handle.release()
+    dist = np.linalg.norm(x[:, None, :].astype(np.float64) - x[None, :, :], axis=-1)
+    np.fill_diagonal(dist, np.inf)
+    near = np.where(dist < radius, dist, np.inf)
+    count = (dist < radius).sum(axis=1)
+    got_count = next(v.numpy() for k, v in outs.items() if k in ("neighbor_count", "counts"))
+    got_near = next(v.numpy() for k, v in outs.items() if k in ("nearest_dist", "min_distance"))
+    assert (count == 0).any() and (count > 0).any()
+    np.testing.assert_array_equal(got_count, count, err_msg=spec.source)
+    np.testing.assert_allclose(got_near, np.where(count > 0, near.min(axis=1), -1.0), rtol=1e-5, err_msg=spec.source)
+
+
+def test_an_sph_density_writes_one_related_output_and_a_finite_volume():
+    """A density kernel writes the density and at most one more output (the pressure, the volume or the
+    neighbour count); a volume m / rho is divided by a floored rho, finite for a zero-mass neighbourhood."""
+    densities = volumes = 0
+    for spec in SPH:
+        if not re.search(r"^\s+rho \*= ", spec.source, re.MULTILINE):
+            continue
+        densities += 1
+        assert [a["role"] for a in spec.launch["args"]].count("out") <= 2, spec.source
+        volume = re.search(r"^\s+(volumes|particle_volume)\[i\] = (.+)$", spec.source, re.MULTILINE)
+        if volume:
+            volumes += 1
+            assert volume.group(2).endswith("/ wp.max(rho, 1.0e-6)"), spec.source
+    assert densities > 80 and volumes > 5, (densities, volumes)
+
+
+def test_integer_division_comments_use_the_kernels_divisor_and_say_warp_floors():
+    """A worked example in a comment divides by the kernel's own divisor (an array of divisors gets
+    none), and the comment says plainly that Warp's // floors as Python's does."""
+    examples = 0
+    for n in range(100):
+        source = Checks.build("int_division", random.Random(f"division:{n}"), "00000000").source()
+        comments = [line.split("#", 1)[1] for line in source.splitlines() if "#" in line]
+        assert any("Warp's // floors, as Python's does" in c for c in comments), source
+        divisor = re.search(r"\bq = .+ / (?:wp\.int\d+\()?(\d+)\)?$", source, re.MULTILINE)
+        for comment in comments:
+            for used in re.findall(r"(?://|/|%) (\d+)", comment):
+                examples += 1
+                assert divisor and used == divisor.group(1), source
+            if not divisor:
+                assert not re.search(r"\d", comment), source
+    assert examples > 20, examples
+
+
+DOUBLED = re.compile(r"\b(\w+) \1\b(?![\^_])", re.IGNORECASE)  # J J^T is a product, not a doubled word
+
+
+@pytest.mark.parametrize("category", sorted(c for c, v in CATEGORIES.items() if v.source == "patterns"))
+def test_no_purpose_or_docstring_doubles_a_word(category):
+    """Names spliced into phrases ("the capacity {cap}" with cap = capacity) must not double a word."""
+    for i in range(40):
+        kb = CATEGORIES[category].build(random.Random(f"doubled:{category}:{i}"), category, f"{i:08x}", "mixed")
+        source = format_source(kb.source())
+        texts = [kb.meta.get("record", {}).get("purpose", "")]
+        texts += [ast.get_docstring(n) or "" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef)]
+        for text in texts:
+            assert not DOUBLED.search(" ".join(text.split())), (DOUBLED.search(" ".join(text.split())), source)

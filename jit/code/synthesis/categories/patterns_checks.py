@@ -341,16 +341,19 @@ def _int_division(w: Writer, rng: random.Random) -> CheckKernel:
 
     hi = 120 if t.name == "int8" else w.pick(100, 1000)
     a = w.load("a", w.array(w.pick("numerators", "dividends", "values"), t, -hi, hi))
+    # a worked example only with the kernel's own divisor (none for an array of divisors)
+    example = ""
     if rng.random() < 0.6:
         d = w.load("d", w.array(w.pick("divisors", "denominators"), t, 1, 12))
         by, over = "a positive divisor", "divisors in [1, 12]"
     else:
         by = str(rng.randint(2, 9))
         d, over = lit(int(by)), f"the divisor {by}"
+        example = f" (-{int(by) + 1} // {by} is -2 where / gives -1)"
     w.add("# / truncates toward zero and % keeps the dividend's sign, as in C",
           f"q = {a} / {d}", f"r = {a} % {d}",
           f"wp.expect_eq(q * {d} + r, {a})",
-          "# // floors, as in Python (-7 // 9 is -1), while % keeps the dividend's sign, as in C (-7 % 9 is -7):",
+          f"# Warp's // floors, as Python's does{example}:",
           "# the floored quotient is one less than q when the remainder is negative",
           f"floored = {a} // {d}",
           f"wp.expect_eq(floored, q - {lit(1)} if r < {lit(0)} else q)")
@@ -378,7 +381,7 @@ def _bit_identities(w: Writer, rng: random.Random) -> CheckKernel:
     a = w.load("a", w.array(first, t, -hi - 1 if signed else 0, hi))
     b = w.load("b", w.array(second, t, -hi - 1 if signed else 0, hi))
     options = [("De Morgan's law", [f"wp.expect_eq(~({a} & {b}), ~{a} | ~{b})"]),
-               ("xor as or without and", [f"wp.expect_eq({a} ^ {b}, ({a} | {b}) & ~({a} & {b}))"]),
+               ("xor as or with the common bits cleared", [f"wp.expect_eq({a} ^ {b}, ({a} | {b}) & ~({a} & {b}))"]),
                ("that xor with the same mask twice restores the value", [f"wp.expect_eq(({a} ^ {b}) ^ {b}, {a})"])]
     if not signed:  # wrapping arithmetic: signed overflow is undefined
         options += [("the carry-save form of a sum",
@@ -729,7 +732,7 @@ def _bool_logic(w: Writer, rng: random.Random) -> CheckKernel:
     count = rng.random() < 0.5
     if count:  # how many of the two flags are true
         w.add(f"count = wp.int32({a}) + wp.int32({b})")
-        first_check = ("the count of true flags against != and and",
+        first_check = ("the count of true flags against != and the and operator",
                        ["# a bool converts to 0 or 1: exactly one flag is true when they differ",
                         f"wp.expect_eq({a} != {b}, count == 1)", f"wp.expect_eq({a} and {b}, count == 2)"])
         where = ("wp.where against the conditional expression",

@@ -113,11 +113,13 @@ def sph(rng, name, suffix, complexity):
 
 def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
     rng = p.rng
-    counted = False
+    # at most one output besides the density, derived from it: the pressure, the volume, or how
+    # many neighbours lie within h (that one needs the inline kernel's distance test)
+    extra = rng.choices((None, "pressure", "volume", "count"), (0.4, 0.3, 0.15, 0.15))[0]
     # one mass for all particles: multiplied once after the loop rather than per neighbour
     factored = "[index]" not in mass
     term = "" if factored else f"{mass} * "
-    if p.coin(0.6):
+    if extra != "count" and p.coin(0.6):
         kernel = poly6(p)
         r2 = p.pick("wp.dot(d, d)", "wp.length_sq(d)")
         if p.coin(0.3) and "[index]" not in mass:  # the particle's own contribution first, the loop skips it
@@ -129,29 +131,29 @@ def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str
         body = [f"d = xi - {x}[index]", f"rho += {term}{kernel}({r2}, {h})"]
         p.why(("poly6 is zero beyond h: the query's candidates further away add nothing",
                "the poly6 helper is zero for r >= h: far candidates of the query drop out"))
-    else:  # the kernel written inline, with its distance test
-        h_sq = "h_sq" if p.coin() else f"{h} * {h}"
-        p.add("rho = float(0.0)", f"h_sq = {h} * {h}" if h_sq == "h_sq" else None)
-        body = [f"r2 = wp.length_sq(xi - {x}[index])", f"if r2 < {h_sq}:", f"{INDENT}q = {h_sq} - r2",
+    else:  # the kernel written inline, with its distance test (h squared once, before the loop)
+        p.add("rho = float(0.0)", f"h_sq = {h} * {h}")
+        body = [f"r2 = wp.length_sq(xi - {x}[index])", "if r2 < h_sq:", f"{INDENT}q = h_sq - r2",
                 f"{INDENT}rho += {term}q * q * q"]
         skip_self = False
-        if p.chance(0.4):  # how many neighbours lie within h (the query returns more)
+        if extra == "count":  # how many neighbours lie within h (the query returns more)
             body.append(f"{INDENT}neighbors += 1")
             p.add("neighbors = int(0)")
-            counted = True
     neighbour_loop(p, grid, x, h, body, skip_self=skip_self)
     p.add(f"rho *= {mass} * {poly6_coefficient(p)}" if factored else f"rho *= {poly6_coefficient(p)}")
     out = p.array(rng.choice(("particle_rho", "densities")), T.FLOAT32, "out")
     p.add(f"{out}[i] = rho")
-    if counted:
+    if extra == "count":
         counts = p.array(rng.choice(("neighbor_count", "num_neighbors")), T.INT32, "out")
         p.add(f"{counts}[i] = neighbors")
         p.note("counts the particles within h, itself included")
-    if p.chance(0.3):  # rho > 0: every particle counts itself
+    elif extra == "volume":
         volumes = p.array(rng.choice(("volumes", "particle_volume")), T.FLOAT32, "out")
-        p.add(f"{volumes}[i] = {mass.replace('[index]', '[i]')} / rho")
+        p.why(("zero-mass neighbourhoods leave rho at zero: the floor keeps the volume finite",
+               "rho is zero where all nearby masses are: keep the division finite"))
+        p.add(f"{volumes}[i] = {mass.replace('[index]', '[i]')} / wp.max(rho, 1.0e-6)")
         p.note("writes each particle's volume m / rho")
-    if p.chance(0.5):
+    elif extra == "pressure":
         rest = p.scalar(rng.choice(("rest_density", "rho0")), lo=0.5, hi=2.0)
         stiffness = p.scalar(rng.choice(("stiffness", "gas_constant")), lo=1.0, hi=10.0)
         pressures = p.array(rng.choice(("pressures", "particle_p")), T.FLOAT32, "out")
@@ -191,8 +193,9 @@ def _xsph(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]:
                "the poly6 helper is zero for r >= h: far candidates of the query drop out"))
         body = [f"w = {kernel}(wp.length_sq(xi - {x}[index]), {h})",
                 f"dv += ({v}[index] - vi) * ({term}w / {rho_j})"]
-    else:  # the kernel inline, with its distance test
-        body = [f"r2 = wp.length_sq(xi - {x}[index])", f"if r2 < {h} * {h}:", f"{INDENT}q = {h} * {h} - r2",
+    else:  # the kernel inline, with its distance test (h squared once, before the loop)
+        p.add(f"h_sq = {h} * {h}")
+        body = [f"r2 = wp.length_sq(xi - {x}[index])", "if r2 < h_sq:", f"{INDENT}q = h_sq - r2",
                 f"{INDENT}dv += ({v}[index] - vi) * ({term}q * q * q / {rho_j})"]
     neighbour_loop(p, grid, x, h, body, skip_self=True)
     if factored:

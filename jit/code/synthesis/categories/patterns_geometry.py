@@ -27,11 +27,12 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     radius = p.scalar(rng.choice(("radius", "particle_radius")), lo=0.05, hi=0.2)
     ke = p.scalar(rng.choice(("k_contact", "ke")), lo=100.0, hi=1.0e4)
     body = [f"d = xi - {x}[index]"]
-    if p.coin():
+    squared = not p.coin()
+    if not squared:
         body += [f"dist = {p.length('d')}", f"overlap = 2.0 * {radius} - dist",
                  "if overlap > 0.0 and dist > 1.0e-6:"]
     else:  # the cheap squared test first, the square root only for contacts
-        body += ["dist_sq = wp.dot(d, d)", f"if dist_sq < 4.0 * {radius} * {radius} and dist_sq > 1.0e-12:",
+        body += ["dist_sq = wp.dot(d, d)", "if dist_sq < contact_sq and dist_sq > 1.0e-12:",
                  f"{INDENT}dist = wp.sqrt(dist_sq)", f"{INDENT}overlap = 2.0 * {radius} - dist"]
     body.append(f"{INDENT}n = d / dist")
     law = p.pick("linear", "linear", "hertz")
@@ -57,6 +58,8 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         p.add("contacts = int(0)")
     if damped:
         p.add(f"vi = {v}[i]")
+    if squared:  # the squared contact distance, once rather than for every neighbour
+        p.add(f"contact_sq = 4.0 * {radius} * {radius}")
     neighbour_loop(p, grid, x, f"2.0 * {radius}", body)
     if p.chance(0.3):
         fmax = p.scalar(rng.choice(("max_force", "force_limit")), lo=10.0, hi=100.0)
@@ -99,8 +102,8 @@ def _average(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
                 f"{INDENT}vsum += {v}[index] * w", f"{INDENT}wsum += w"]
         cond, mean = "wsum > 0.0", "vsum / wsum"
     else:
-        p.add("vsum = wp.vec3()", "count = int(0)")
-        body = [f"if wp.length_sq(xi - {x}[index]) < {radius} * {radius}:", f"{INDENT}vsum += {v}[index]",
+        p.add(f"radius_sq = {radius} * {radius}", "vsum = wp.vec3()", "count = int(0)")
+        body = [f"if wp.length_sq(xi - {x}[index]) < radius_sq:", f"{INDENT}vsum += {v}[index]",
                 f"{INDENT}count += 1"]
         cond, mean = "count > 0", "vsum / float(count)"
     neighbour_loop(p, grid, x, radius, body)
@@ -145,9 +148,9 @@ def _cohesion(p: Pattern, x: str, grid: str, v: str, radius: str, blend: str) ->
     """Boids cohesion (and maybe separation): steer towards the neighbours' centre."""
     rng = p.rng
     separate = p.chance(0.5)
-    p.add("centre = wp.vec3()", "count = int(0)")
+    p.add(f"radius_sq = {radius} * {radius}", "centre = wp.vec3()", "count = int(0)")
     # the query returns every point of the cells the radius touches: keep those within it
-    body = [f"xj = {x}[index]", "d = xi - xj", "r2 = wp.dot(d, d)", f"if r2 < {radius} * {radius}:",
+    body = [f"xj = {x}[index]", "d = xi - xj", "r2 = wp.dot(d, d)", "if r2 < radius_sq:",
             f"{INDENT}centre += xj", f"{INDENT}count += 1"]
     if separate:  # a push falling off with distance, kept finite for coincident boids
         p.add("push = wp.vec3()")
@@ -178,7 +181,9 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     form = p.pick("dist", "sq") if closest else p.pick("inline", "dist", "sq")
     dist = p.length(f"{x}[index] - xi")
     body = {"inline": [], "dist": [f"r = {dist}"], "sq": [f"d = {x}[index] - xi", "r2 = wp.dot(d, d)"]}[form]
-    test = {"inline": f"{dist} < {radius}", "dist": f"r < {radius}", "sq": f"r2 < {radius} * {radius}"}[form]
+    test = {"inline": f"{dist} < {radius}", "dist": f"r < {radius}", "sq": "r2 < radius_sq"}[form]
+    if form == "sq":  # the squared radius, once rather than for every neighbour
+        p.add(f"radius_sq = {radius} * {radius}")
     body.append(f"if {test}:")
     listed = p.chance(0.35)
     if listed:  # a neighbour list of fixed capacity per particle
@@ -186,26 +191,23 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         nbrs = p.array(rng.choice(("neighbors", "neighbor_list")), T.INT32, "out", shape=(n, cap))
         body += [f"{INDENT}if count < {nbrs}.shape[1]:", f"{INDENT * 2}{nbrs}[i, count] = index"]
     body.append(f"{INDENT}count += 1")
-    if closest:
-        p.add(f"nearest = float({radius})")
+    if closest:  # no neighbour is further than the radius: it bounds the search
+        p.add(f"nearest = {radius}")
         body.append(f"{INDENT}nearest = wp.min(nearest, {'r' if form == 'dist' else 'wp.sqrt(r2)'})")
-    skip_self = p.coin(0.7)
+    skip_self = closest or p.coin(0.7)  # the particle itself would always be the nearest, at distance 0
     neighbour_loop(p, grid, x, radius, body, skip_self=skip_self)
     out = p.array(rng.choice(("neighbor_count", "counts")), T.INT32, "out")
-    if p.chance(0.3) and not listed:  # neighbour lists have a fixed capacity
-        cap = p.scalar(rng.choice(("max_neighbors", "capacity")), T.INT32, lo=8, hi=64)
-        p.add(f"{out}[i] = wp.min(count, {cap})")
-        p.note(f"clamps each count to the capacity {cap} of the caller's neighbour lists")
-    else:
-        p.add(f"{out}[i] = count")
+    p.add(f"{out}[i] = count")
     if closest:
-        p.add(f"{p.array(rng.choice(('nearest_dist', 'min_distance')), T.FLOAT32, 'out')}[i] = nearest")
+        nearest = p.array(rng.choice(("nearest_dist", "min_distance")), T.FLOAT32, "out")
+        p.why("-1 marks a particle with no neighbour within the radius")
+        p.add("if count == 0:", f"{INDENT}nearest = -1.0", f"{nearest}[i] = nearest")
     if p.chance(0.25):
         total = p.array(rng.choice(("total_count", "num_pairs")), T.INT32, "out", shape=(1,))
         p.add(f"wp.atomic_add({total}, 0, count)")
         p.note("sums the counts over all particles")
     if closest:
-        p.note("finds the nearest neighbour's distance")
+        p.note("writes the nearest neighbour's distance, or -1 for a particle with none")
     if listed:
         p.purpose = "Build a fixed-capacity neighbour list per particle from a hash-grid query, counting all neighbours"
         if not skip_self:

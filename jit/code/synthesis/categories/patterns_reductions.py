@@ -49,7 +49,7 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
             p.add(f"abs_err = wp.abs({a}[{at}] - {b}[{at}])")
     elif kind == "square":
         a = p.array(rng.choice(("values", "field", "residual")), fl.scalar, ndim=nd)
-        p.add(*p.pick([f"r = {a}[{at}]", "sq = r * r"], [f"sq = {a}[{at}] * {a}[{at}]"]))
+        p.add(*p.pick([f"value = {a}[{at}]", "sq = value * value"], [f"sq = {a}[{at}] * {a}[{at}]"]))
     else:
         a = p.array(rng.choice(("values", "data", "samples")), fl.scalar, ndim=nd)
         p.add(f"value = {a}[{at}]")
@@ -59,6 +59,12 @@ def reduced_value(p: Pattern, two_d: bool) -> tuple[str, str]:
         p.add(f"{local} = {local} * {w}[tid]")
         return local, "weighted " + VALUE_WORDS[kind]
     return local, VALUE_WORDS[kind]
+
+
+# what an extreme of one kind of value is called (plain values: reduce_max, find_max)
+EXTREME_NOUNS = {"energy": ("kinetic_energy", "energy"), "sq": ("squared", "magnitude_sq", "square"),
+                 "err_sq": ("squared_error", "sq_error"), "abs_err": ("abs_error", "absolute_error"),
+                 "length": ("length", "vector_length"), "dist": ("distance", "dist")}
 
 
 # what a sum of one kind of value is called: its kernel's names and its output's
@@ -116,10 +122,18 @@ def atomic_reduction(rng, name, suffix, complexity):
     if kind == "max":
         fn = rng.choice(("atomic_max", "atomic_max", "atomic_min"))
         extreme = "max" if fn == "atomic_max" else "min"
-        out = p.array(rng.choice((f"{extreme}_value", "result", f"global_{extreme}")), fl.scalar, "inout", shape=(1,))
+        # named for the values it reduces: a plain find_max holds the maximum of the values themselves
+        nouns = EXTREME_NOUNS.get(value)
+        if words.startswith("weighted"):
+            nouns = tuple(f"weighted_{noun}" for noun in nouns or ("value",))
+        outs = (f"{extreme}_{nouns[0]}", "result", f"global_{extreme}") if nouns else \
+            (f"{extreme}_value", "result", f"global_{extreme}")
+        out = p.array(rng.choice(outs), fl.scalar, "inout", shape=(1,))
         p.add(f"wp.{fn}({out}, 0, {value})")
         of = f" of the items {masked}" if masked else ""
-        return p.finish(rng.choice((f"reduce_{extreme}", f"find_{extreme}", f"{extreme}_reduce")), p.kb.dims,
+        bases = tuple(f"{extreme}_{noun}" for noun in nouns) + (f"find_{extreme}_{nouns[0]}",) if nouns else \
+            (f"reduce_{extreme}", f"find_{extreme}", f"{extreme}_reduce")
+        return p.finish(rng.choice(bases), p.kb.dims,
                         purpose=f"Reduce the {words}{of} to their {'maximum' if extreme == 'max' else 'minimum'} "
                                 "with an atomic, on top of what the output holds",
                         differentiable=False)

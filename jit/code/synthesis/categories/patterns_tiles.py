@@ -549,29 +549,21 @@ def _batch(w: Writer, rng: random.Random) -> TileKernel:
     stack = w.array(rng.choice(("stack", "frames", "batch")), (count * rows, bj * size))
     mean = rng.random() < 0.5
     out = w.array(rng.choice(("mean", "average")) if mean else rng.choice(("total", "summed")), (rows, bj * size), "out")
-    spread = w.array(rng.choice(("first_minus_mean", "deviation")), (rows, bj * size), "out") \
-        if mean and rng.random() < 0.5 else None
     if not fixed:
         w.add(f"height = {out}.shape[0]  # rows of each stacked matrix")
-    row, col = w.offsets(tile, uses=4 if spread else 2)
-    w.add(f"acc = wp.tile_zeros(shape=({tile}, {tile}), dtype={w.spell})")
-    if spread:  # the first matrix is needed again after the mean: loaded once, the sum going on from it
-        w.add(f"first = wp.tile_load({stack}, shape=({tile}, {tile}), offset=({row}, {col}))", "acc += first",
-              f"for k in range(1, {frames}):")
-    else:
-        w.add(f"for k in range({frames}):")
-    w.add(f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")
+    row, col = w.offsets(tile, uses=3)
+    # the sum starts from the first matrix (no zeroed tile to add it to) and goes on from the second
+    w.add(f"acc = wp.tile_load({stack}, shape=({tile}, {tile}), offset=({row}, {col}))",
+          f"for k in range(1, {frames}):",
+          f"{INDENT}acc += wp.tile_load({stack}, shape=({tile}, {tile}), offset=(k * {height} + {row}, {col}))")
     if mean:
         w.add(f"acc = acc * (1.0 / {w.cast(frames)})" if w.real is T.FLOAT32 else
               f"acc = acc * ({w.real.py}(1.0) / {w.real.py}({frames}))")
     w.add(f"wp.tile_store({out}, acc, offset=({row}, {col}))")
-    if spread:
-        w.add(f"wp.tile_store({spread}, first - acc, offset=({row}, {col}))")
     what = "Mean" if mean else "Sum"
-    detail = f"It writes the first matrix less the mean to {spread}" if spread else ""
     # the sizes are the module constants': the docstring does not repeat them
     return w.finish(rng.choice(NAMES["batch_mean" if mean else "batch_sum"]), [bi, bj], rng.choice(BLOCK_DIMS),
-                    f"{what} of the matrices stacked along the rows of {stack}, one square tile per block", detail)
+                    f"{what} of the matrices stacked along the rows of {stack}, one square tile per block")
 
 
 def _complex_mul(w: Writer, rng: random.Random) -> TileKernel:
@@ -600,7 +592,7 @@ def _complex_mul(w: Writer, rng: random.Random) -> TileKernel:
     w.add(f"wp.tile_store({c_re}, real, offset={start})", f"wp.tile_store({c_im}, imag, offset={start})")
     what = f"{a} times the conjugate of {b}" if conj else f"{a} times {b}"
     return w.finish(rng.choice(NAMES["correlate" if conj else "complex_mul"]), [blocks], rng.choice(BLOCK_DIMS),
-                    f"Pointwise complex product {out} = {what}, real and imaginary parts in separate arrays, "
+                    f"Multiply complex values pointwise, {out} = {what}, real and imaginary parts in separate arrays, "
                     f"one tile of {size} values per block")
 
 
