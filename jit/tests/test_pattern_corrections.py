@@ -1,8 +1,11 @@
-"""Defects reviewers found in pattern kernels, each checked over many drawn variants.
+"""Pattern kernels, read as a Warp engineer reads them: each property over many drawn variants.
 
-Ray hits from inside a sphere or a box, names and comments that must say what the code does
-(property checks, atomic reductions), a cloth-normal kernel limited to one extra output, and the
-ELL Jacobi step's guard and division.
+Ray hits from inside a sphere or a box and the caller's far distance; names, comments and purposes
+that say what the code does (property checks named by the builtins they call, reductions by what
+they sum, no doubled words); one job per kernel (cloth normals, SPH densities, stacked means);
+guards only where they can fire and divisions guarded or stated; polar rotations that stay proper;
+tile sizes, offsets and loads written once; springs ordered as Warp's own; neighbor loops that
+square no radius of their own. Where behaviour matters, kernels run in Warp on the CPU against NumPy.
 """
 
 from __future__ import annotations
