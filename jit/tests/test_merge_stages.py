@@ -290,14 +290,13 @@ def test_a_pair_sharing_only_large_buckets_meets_in_a_piece(monkeypatch):
     rows[12, 4] = rows[15, 4]
     rows[[16, 17], 5] = 5  # band 5 is more than REFINE_SPAN bands after band 1: it cuts nothing
     rows[[0, 1, 2, 4, 5], 3] = 11  # a piece of five members of the first bucket: still too large
-    monkeypatch.setattr(buckets, "_band_rows", lambda out, parts, positions: rows[positions])
     large = [np.arange(10, dtype=np.int64), np.arange(10, 20, dtype=np.int64)]
     sizes = np.full(buckets.SKETCH, 1000)  # every band value's bucket may be large...
-    pairs, groups, left_out = buckets._refine("unused", [(0, 0)], large, sizes)
+    pairs, groups, left_out = buckets._refine(large, np.arange(20), rows, sizes)
     assert pairs.tolist() == [[3, 8], [12, 15]]
     assert groups == [] and left_out == 1
     sizes[int(rows[12, 4] & np.uint64(buckets.SKETCH - 1))] = 2  # ...but 12 and 15 share a small one: they meet there
-    pairs, _, _ = buckets._refine("unused", [(0, 0)], large, sizes)
+    pairs, _, _ = buckets._refine(large, np.arange(20), rows, sizes)
     assert pairs.tolist() == [[3, 8]]
 
 
@@ -310,13 +309,12 @@ def test_a_pair_sharing_only_large_pieces_meets_in_a_piece_of_a_piece(monkeypatc
     rows[:, 0] = 7  # band 0: a bucket of ten, too large
     rows[[0, 1, 2, 4, 5], 2] = 11  # its piece by band 2: five, too large
     rows[[1, 4, 6, 7, 8], 3] = 13  # its piece by band 3: five, too large
-    monkeypatch.setattr(buckets, "_band_rows", lambda out, parts, positions: rows[positions])
     sizes = np.full(buckets.SKETCH, 1000)
-    pairs, groups, left_out = buckets._refine("unused", [(0, 0)], [np.arange(10, dtype=np.int64)], sizes)
+    pairs, groups, left_out = buckets._refine([np.arange(10, dtype=np.int64)], np.arange(10), rows, sizes)
     assert pairs.tolist() == [[1, 4]]  # 1 and 4 share bands 0, 2 and 3: the piece by 2 cut by 3
     assert groups == [] and left_out == 2
     monkeypatch.setattr(buckets, "REFINE_LEVELS", 1)  # cut once only: both pieces left out
-    pairs, _, left_out = buckets._refine("unused", [(0, 0)], [np.arange(10, dtype=np.int64)], sizes)
+    pairs, _, left_out = buckets._refine([np.arange(10, dtype=np.int64)], np.arange(10), rows, sizes)
     assert pairs.tolist() == [] and left_out == 2
 
 
@@ -333,7 +331,7 @@ def test_shingle_hashes_written_beside_a_part_are_the_records_own(tmp_path):
         part_index.index_part(spec.out, number, keys)
     assert os.path.exists(writers.shingles_path(spec.out, 1)) and not os.path.exists(writers.shingles_path(spec.out, 2))
     assert part_index.shingles_path(spec.out, 2) is None  # read from the records
-    records = buckets._Records(spec.out, [(0, 0), (1, 8), (2, 16)], np.arange(24), buckets._Caches())
+    records = buckets._Records(spec.out, [(0, 0), (1, 8), (2, 16)], np.arange(24))
     for position, text in enumerate(texts):
         assert np.array_equal(records.shingle_set(position), dedup.shingle_hashes(text))
     assert records.reads == 8  # only part 2's records were read and tokenised
@@ -349,3 +347,36 @@ def test_write_shingles_keeps_empty_rows(tmp_path):
     assert [part_index.shingle_row(str(tmp_path / "s.npy"), i).tolist() for i in range(3)] == [[3, 5], [], [1]]
     writers.write_shingles(str(tmp_path / "e.npy"), [])
     assert np.load(tmp_path / "e.npy").tolist() == [1]
+
+
+def test_mapped_files_and_the_rows_a_task_reads_are_the_stored_arrays(tmp_path):
+    """``part_index.mapped`` gives ``np.load``'s array (C and Fortran order, one or two dimensions,
+    empty), and the signatures and kin an edges task reads (``buckets._Records``, part by part into
+    one array) are the stored rows at their positions, by numpy indexing of the loaded files."""
+    from jit.code.engine import buckets, part_index
+
+    rng = np.random.default_rng(3)
+    arrays = {"c": rng.integers(0, 2**32, size=(7, 5), dtype=np.uint32),
+              "fortran": np.asfortranarray(rng.integers(0, 9, size=(4, 3))),
+              "flat": rng.integers(0, 2**63, size=11, dtype=np.uint64), "empty": np.zeros((0, 128), dtype=np.uint32)}
+    for name, array in arrays.items():
+        path = str(tmp_path / f"{name}.npy")
+        writers.write_array(path, array)
+        got = part_index.mapped(path)
+        assert got.dtype == array.dtype and got.shape == array.shape and np.array_equal(got, np.load(path))
+    out, sizes = str(tmp_path / "ds"), [5, 7, 4]
+    os.makedirs(writers.parts_dir(out))
+    os.makedirs(part_index.merge_dir(out))
+    signatures, kin = [], []
+    for number, size in enumerate(sizes):
+        signatures.append(rng.integers(0, 2**32, size=(size, dedup.NUM_PERM), dtype=np.uint32))
+        kin.append(np.where(rng.random(size) < 0.5, np.iinfo(np.int64).max, rng.integers(0, 2**40, size=size)))
+        writers.write_array(writers.signatures_path(out, number), signatures[-1])
+        writers.write_array(part_index._path(out, "kin", number), kin[-1])
+    positions = np.array([15, 0, 3, 3, 12, 4, 14], dtype=np.int64)  # none of part 1 (positions 5 to 11)
+    records = buckets._Records(out, [(0, 0), (1, 5), (2, 12)], positions)
+    every_kin = np.concatenate(kin)
+    expected_kin = np.where(every_kin == np.iinfo(np.int64).max, -1 - np.arange(len(every_kin)), every_kin)
+    where = records.index(positions)
+    assert np.array_equal(records.signatures[where], np.concatenate(signatures)[positions])
+    assert np.array_equal(records.kin[where], expected_kin[positions])

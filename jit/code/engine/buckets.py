@@ -86,30 +86,24 @@ def duplicates(out: str, shard: int, shards: int, parts: list[tuple[int, int]], 
     return path
 
 
-CHUNK_PAIRS = 250_000  # candidate pairs a task compares at once, with their records' signatures (512 bytes each)
+CHUNK_PAIRS = 250_000  # candidate pairs a task compares at once
 CHUNK_MEMBERS = 100_000  # members of large buckets cut into pieces at once (``_refine``)
 
 
-class _Caches:
-    """What a task's chunks share: each part's kin (``part_index.kin``), where each part's shingle
-    hashes are (None when it has none), shingle sets read from records, each part's record offsets."""
-
-    def __init__(self):
-        self.kin: dict[int, np.ndarray] = {}
-        self.shingle_paths: dict[int, str | None] = {}
-        self.shingles: dict[int, np.ndarray] = {}
-        self.offsets: dict[int, np.ndarray] = {}
-
-
 class _Records:
-    """Signatures and shingle sets of records by position, read as the task needs them."""
+    """Signatures and kin of every record a task compares, read once, part by part, when the task
+    starts; shingle sets by position, as the pairs need them. A record in a task holds one of the
+    shard's band values (about SHARD_KEYS of them, ``merge``), so its signatures (512 bytes each) stay
+    bounded whatever the run's size, and each part's files are opened once a task, not once a chunk."""
 
-    def __init__(self, out: str, parts: list[tuple[int, int]], positions: np.ndarray, caches: _Caches):
+    def __init__(self, out: str, parts: list[tuple[int, int]], positions: np.ndarray):
         self.out, self.parts = out, parts
         self.starts = np.array([start for _, start in parts], dtype=np.int64)
         self.positions = _unique(positions)
-        self.caches = caches
         self.signatures, self.kin = self._read()
+        self.shingle_paths: dict[int, str | None] = {}  # None: the part has no shingle hashes
+        self.shingles: dict[int, np.ndarray] = {}  # shingle sets read from records
+        self.offsets: dict[int, np.ndarray] = {}  # each part's record offsets
         self.reads = 0  # records read (a record forgotten and read again counts again)
 
     def _part(self, position: int) -> int:
@@ -118,18 +112,18 @@ class _Records:
     def _read(self) -> tuple[np.ndarray, np.ndarray]:
         """The signatures of ``positions``, and their kin: the smallest hash of a record's provenance
         keys (records of one kin share a split group whatever their text), else minus its position."""
-        rows, kin = [], []
+        signatures, kin = None, np.empty(len(self.positions), dtype=np.int64)
         for number, start, lo, hi in _by_part(self.parts, self.positions):
             stored = part_index.mapped(part_index.signature_path(self.out, number))
+            if signatures is None:  # filled part by part: no second copy to join them
+                signatures = np.empty((len(self.positions), stored.shape[1]), dtype=stored.dtype)
             mine = self.positions[lo:hi] - start
-            rows.append(np.asarray(stored[mine]))
-            if number not in self.caches.kin:  # 8 bytes a record: kept for the task's chunks
-                self.caches.kin[number] = np.array(part_index.kin(self.out, number))
-            smallest = self.caches.kin[number][mine]
-            kin.append(np.where(smallest == np.iinfo(np.int64).max, -1 - (mine + start), smallest))
-        if not rows:
-            return np.zeros((0, 0), dtype=np.uint32), np.zeros(0, dtype=np.int64)
-        return np.concatenate(rows), np.concatenate(kin)
+            np.take(stored, mine, axis=0, out=signatures[lo:hi])
+            smallest = part_index.kin(self.out, number)[mine]
+            kin[lo:hi] = np.where(smallest == np.iinfo(np.int64).max, -1 - (mine + start), smallest)
+        if signatures is None:
+            return np.zeros((0, 0), dtype=np.uint32), kin
+        return signatures, kin
 
     def index(self, positions: np.ndarray) -> np.ndarray:
         """Where ``positions`` are among the records read (for ``signatures`` and ``kin``)."""
@@ -137,22 +131,22 @@ class _Records:
 
     def shingle_set(self, position: int) -> np.ndarray:
         number, start = self.parts[self._part(position)]
-        if number not in self.caches.shingle_paths:
-            self.caches.shingle_paths[number] = part_index.shingles_path(self.out, number)
-        path = self.caches.shingle_paths[number]
+        if number not in self.shingle_paths:
+            self.shingle_paths[number] = part_index.shingles_path(self.out, number)
+        path = self.shingle_paths[number]
         if path is not None:  # the hashes written when the record was made: no tokenising
             return part_index.shingle_row(path, position - start)
-        if position not in self.caches.shingles:
-            if len(self.caches.shingles) >= SHINGLE_CACHE:
-                self.caches.shingles.clear()
-            if number not in self.caches.offsets:
-                self.caches.offsets[number], = part_index.load(self.out, number, "offsets")
+        if position not in self.shingles:
+            if len(self.shingles) >= SHINGLE_CACHE:
+                self.shingles.clear()
+            if number not in self.offsets:
+                self.offsets[number], = part_index.load(self.out, number, "offsets")
             with open(writers.part_path(self.out, number), "rb") as f:
-                f.seek(int(self.caches.offsets[number][position - start]))
+                f.seek(int(self.offsets[number][position - start]))
                 record = json.loads(f.readline())
-            self.caches.shingles[position] = dedup.shingle_hashes(record.get("python_source") or "")
+            self.shingles[position] = dedup.shingle_hashes(record.get("python_source") or "")
             self.reads += 1
-        return self.caches.shingles[position]
+        return self.shingles[position]
 
     def jaccard(self, a: int, b: int) -> float:
         return dedup.jaccard(self.shingle_set(a), self.shingle_set(b))
@@ -168,53 +162,42 @@ def edges(out: str, shard: int, shards: int, parts: list[tuple[int, int]], remov
         with open(counts, encoding="utf-8") as f:
             return {"path": path, **json.load(f)}
     gone = _unique(np.concatenate([np.load(p) for p in removed])) if removed else np.array([], dtype=np.int64)
-    band_keys, band_positions, key_hashes, key_positions, wholes = [], [], [], [], []
     sizes = np.load(sketch) if sketch else np.zeros(SKETCH, dtype=np.int32)  # every bucket's size, from above
-    low, high = part_index.key_range(shard, shards)
-    ends = [start for _, start in parts[1:]] + [np.iinfo(np.int64).max]
-    for (number, start), end in zip(parts, ends):
-        removed_here = gone[np.searchsorted(gone, start):np.searchsorted(gone, end)]
-        keys, positions, whole = _shard_keys(out, number, start, "bandkeys", 3, (low, high), removed_here)
-        band_keys.append(keys)
-        band_positions.append(positions)
-        wholes.append(whole)
-        keys, positions = _shard_keys(out, number, start, "provkeys", 2, (low, high), removed_here)
-        key_hashes.append(keys)
-        key_positions.append(positions)
-    pairs, groups = _runs(_cat(band_keys, np.uint64), _cat(band_positions, np.int64))
+    key_range = part_index.key_range(shard, shards)
+    band_keys, band_positions, wholes = _shard_keys(out, parts, "bandkeys", 3, key_range, gone)
+    key_hashes, key_positions = _shard_keys(out, parts, "provkeys", 2, key_range, gone)
+    pairs, groups = _runs(band_keys, band_positions)
     large = [g for g in groups if len(g) > LARGE_BUCKET]
     groups = [g for g in groups if len(g) <= LARGE_BUCKET]
-    left_out = 0
-    for batch in _batches(large):  # pieces of a bounded number of large buckets' members at a time
-        piece_pairs, pieces, over = _refine(out, parts, batch, sizes)
-        pairs = np.concatenate([pairs, piece_pairs])
-        groups += pieces
-        left_out += over
-    caches, found, compared, reads = _Caches(), [], 0, 0
+    piece_pairs, pieces, left_out = _pieces(out, parts, large, sizes)
+    pairs, groups = np.concatenate([pairs, *piece_pairs]), groups + pieces
+    records = _Records(out, parts, np.concatenate([pairs.reshape(-1), *groups]))
+    found, compared = [], 0
     for chunk in _pair_chunks(pairs, groups):
-        records = _Records(out, parts, chunk.reshape(-1), caches)
         found += _compare_pairs(chunk, records, near, split_at)
-        compared, reads = compared + len(chunk), reads + records.reads
+        compared += len(chunk)
     if large and near is not None:
-        found += _same_signatures(large, _cat(band_positions, np.int64), _cat(wholes, np.uint64))
-    pairs, groups = _runs(_cat(key_hashes, np.uint64), _cat(key_positions, np.int64))
+        found += _same_signatures(large, band_positions, wholes)
+    pairs, groups = _runs(key_hashes, key_positions)
     found += [(int(a), int(b), SPLIT) for a, b in pairs.tolist()]
     for members in groups:
         found += [(int(members[0]), int(m), SPLIT) for m in members[1:]]
-    figures = {"pairs": compared, "large": len(large), "left_out": left_out, "reads": reads}
+    figures = {"pairs": compared, "large": len(large), "left_out": left_out, "reads": records.reads}
     writers.write_json(counts, figures)
     writers.write_array(path, np.array(sorted(set(found)), dtype=np.int64).reshape(-1, 3))
     return {"path": path, **figures}
 
 
-def _shard_keys(out: str, number: int, start: int, name: str, columns: int, key_range: tuple[int, int | None],
+def _shard_keys(out: str, parts: list[tuple[int, int]], name: str, columns: int, key_range: tuple[int, int | None],
                 removed: np.ndarray) -> tuple[np.ndarray, ...]:
-    """A part's keys in this shard's range (``part_index.keys_in``), their positions and any further
-    columns, the copies ``removed`` left out."""
-    keys, rows, *more = part_index.keys_in(out, number, name, *key_range, columns)
-    positions = rows.astype(np.int64) + start
+    """Every part's keys in this shard's range (``part_index.keys_in``), in part order, their positions
+    and any further columns, the copies ``removed`` left out (at once: a part's share is small)."""
+    read = [part_index.keys_in(out, number, name, *key_range, columns) for number, _ in parts]
+    positions = _cat([r[1].astype(np.int64) + start for r, (_, start) in zip(read, parts)], np.int64)
     kept = ~np.isin(positions, removed)
-    return keys[kept], positions[kept], *(m[kept] for m in more)
+    keys = _cat([r[0] for r in read], np.uint64)[kept]
+    more = [_cat([r[c] for r in read], np.uint64)[kept] for c in range(2, columns)]
+    return keys, positions[kept], *more
 
 
 def sketch(out: str, parts: list[tuple[int, int]], path: str) -> str:
@@ -277,7 +260,25 @@ def _batches(groups: list[np.ndarray]) -> Iterator[list[np.ndarray]]:
         yield batch
 
 
-def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
+def _pieces(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
+            sizes: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """The large buckets cut into pieces (``_refine``), a bounded number of their members at a time,
+    from their members' band values, read once (168 bytes a record): (the batches' pairs, the pieces,
+    how many were left out)."""
+    if not large:
+        return [], [], 0
+    where = _unique(np.concatenate(large))
+    table = _band_rows(out, parts, where)
+    pairs, groups, left_out = [], [], 0
+    for batch in _batches(large):
+        piece_pairs, pieces, over = _refine(batch, where, table, sizes)
+        pairs.append(piece_pairs)
+        groups += pieces
+        left_out += over
+    return pairs, groups, left_out
+
+
+def _refine(large: list[np.ndarray], where: np.ndarray, table: np.ndarray,
             sizes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], int]:
     """Large buckets cut into pieces by their members' other band values: a piece holds the members
     of one large bucket that also share the value of a later band, when that band value's own bucket
@@ -287,12 +288,11 @@ def _refine(out: str, parts: list[tuple[int, int]], large: list[np.ndarray],
     shared band cut by another. A piece still larger than LARGE_BUCKET is cut again by the bands after
     the ones its members share, up to REFINE_LEVELS cuts, so no bucket or piece compared holds more
     than LARGE_BUCKET records and the pairs compared a record stay bounded whatever the count.
+    ``table`` holds the band values of the records at ``where`` (sorted; every member among them).
     Returns the pieces as ``_runs`` does (pairs, groups of at most LARGE_BUCKET) and how many pieces
     were too large to compare whole (left out; those of the last level are not cut again)."""
     if not large:
         return np.zeros((0, 2), dtype=np.int64), [], 0
-    where = _unique(np.concatenate(large))
-    table = _band_rows(out, parts, where)
     all_pairs, all_groups, left_out = [], [], 0
     for _ in range(REFINE_LEVELS):
         pairs, groups, large = _cut(large, where, table, sizes)
@@ -409,8 +409,9 @@ def _unique(values: np.ndarray) -> np.ndarray:
 
 
 def _compare_pairs(pairs: np.ndarray, records: _Records, near: Near | None,
-                   split_at: float | None, chunk: int = 65536) -> list[tuple[int, int, int]]:
-    """Edges between the records of each pair, many pairs at a time."""
+                   split_at: float | None, chunk: int = 8192) -> list[tuple[int, int, int]]:
+    """Edges between the records of each pair, many pairs at a time (few enough that their two
+    gathered signature arrays, 4 MB each, stay in the processor's cache while they are compared)."""
     found = []
     for start in range(0, len(pairs), chunk):
         found += _compare_chunk(pairs[start:start + chunk], records, near, split_at)

@@ -98,6 +98,21 @@ def first_of_components(n: int, pairs: np.ndarray) -> np.ndarray:
             root = shorter
 
 
+def _edge_batches(paths: list[str], size: int) -> Iterator[np.ndarray]:
+    """The edge files' rows, a few files at a time (``size`` rows or more, but the last batch): each
+    batch costs passes over every position (``first_of_components``), so a batch a file would grow
+    with the shard count times the record count."""
+    pending, count = [], 0
+    for path in paths:
+        pending.append(np.load(path))
+        count += len(pending[-1])
+        if count >= size:
+            yield np.concatenate(pending)
+            pending, count = [], 0
+    if pending:
+        yield np.concatenate(pending)
+
+
 class Merge:
     """The staged merge of a run's parts; ``update`` decides, ``write`` writes the shards."""
 
@@ -175,7 +190,7 @@ class Merge:
                 os.remove(path)
 
     def _clusters(self, total: int, starts: list[tuple[int, int]], copies: np.ndarray, edges: list[str]) -> None:
-        """Decide from the duplicates, the exclusions and the edge files (read one at a time)."""
+        """Decide from the duplicates, the exclusions and the edge files (read a batch at a time)."""
         excluded = np.zeros(total, dtype=bool)
         for number, start in starts:
             part_excluded, = part_index.load(self.out, number, "excluded")
@@ -184,8 +199,7 @@ class Merge:
         removed[copies] = True
         first = np.arange(total, dtype=positions(total))  # smallest position of each near-duplicate cluster
         group = np.arange(total, dtype=positions(total)) if self.split_at is not None else np.zeros(0, dtype=np.int32)
-        for path in edges:
-            found = np.load(path)
+        for found in _edge_batches(edges, max(1, total // 4)):
             first = first_of_components(total, first[found[found[:, 2] == buckets.NEAR, :2]])[first]
             if self.split_at is not None:
                 group = first_of_components(total, group[found[:, :2]])[group]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import mmap
 import os
 from dataclasses import dataclass
 
@@ -199,23 +200,28 @@ def _header(path: str) -> tuple[int, tuple, np.dtype, bool]:
 
 def mapped(path: str) -> np.ndarray:
     """``np.load(path, mmap_mode="r")`` without parsing the file's header again while the file is the
-    same (that parse costs more than the slice a task then reads). The map is not kept: pages read
-    leave the process with the array."""
+    same (that parse costs more than the slice a task then reads), as a plain array over the map
+    (``np.memmap``'s construction and indexing cost several times the rows a task reads of a part).
+    The map is not kept: it is unmapped, and the pages read leave the process, with the array."""
     offset, shape, dtype, fortran = _header(path)
-    if not np.prod(shape):
+    count = int(np.prod(shape))
+    if not count:
         return np.zeros(shape, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C")
+    with open(path, "rb") as f:
+        whole = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(whole, dtype=dtype, count=count, offset=offset).reshape(shape, order="F" if fortran else "C")
 
 
 def shingle_row(path: str, row: int) -> np.ndarray:
     """One record's hashes from a ``writers.write_shingles`` file, read with two small reads (a map
     would bring its neighbours' pages into the process too)."""
     offset = _header(path)[0]
-    with open(path, "rb") as f:
-        f.seek(offset + 8 * row)
-        lo, hi = (int(v) for v in np.frombuffer(f.read(16), dtype=np.uint64))
-        f.seek(offset + 8 * lo)
-        return np.frombuffer(f.read(8 * (hi - lo)), dtype=np.uint64).copy()
+    fd = os.open(path, os.O_RDONLY)  # unbuffered: a buffered file would read 8 KB for each of them
+    try:
+        lo, hi = np.frombuffer(os.pread(fd, 16, offset + 8 * row), dtype=np.uint64).tolist()
+        return np.frombuffer(os.pread(fd, 8 * (hi - lo), offset + 8 * lo), dtype=np.uint64).copy()
+    finally:
+        os.close(fd)
 
 
 def keys_in(out: str, part: int, name: str, low: int, high: int | None, columns: int) -> list[np.ndarray]:
