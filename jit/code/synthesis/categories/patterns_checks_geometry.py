@@ -28,7 +28,6 @@ from jit.code.synthesis.categories.patterns_checks import (
     CheckKernel,
     Writer,
     kind,
-    interval,
     tolerance,
     typed,
 )
