@@ -556,3 +556,17 @@ def test_contact_kernels_normalise_only_pairs_that_touch():
                 assert id(node) in inside, spec.source
                 checked += 1
     assert checked >= 60
+
+
+def test_a_center_of_mass_weights_each_particle_by_its_own_mass():
+    """With one mass for all the weighting cancels (the mean position) and every thread adds the same
+    constant to the total mass: a center of mass reads a mass per particle."""
+    seen = 0
+    for i in range(200):
+        spec = generate(SEED, i, categories=["reduce_particles"])
+        if "mass_moment" not in spec.metadata["pieces"]:
+            continue
+        seen += 1
+        masses = [a for a in spec.metadata["launch"]["args"] if "mass" in a["name"] and a["role"] == "in"]
+        assert masses and all(a["kind"] == "array" for a in masses), spec.source
+    assert seen >= 5

@@ -170,3 +170,22 @@ def test_reductions_compute_each_offset_once_and_are_named_for_what_they_sum():
         else:
             assert "weighted" not in base, spec.source
     assert weighted, "no weighted reduction drawn"
+
+
+def test_a_tiled_reduction_reads_each_blocks_own_tiles():
+    """Every block loads at an offset of its own index: a reduction that reads only the first tiles
+    would be right for a one-block launch alone, and race into its total on any other."""
+    from jit.code.synthesis.generator import generate
+
+    seen = 0
+    for i in range(300):
+        spec = generate(3, i, categories=["tile_blocks"])
+        if "wp.tile_sum(" not in spec.source and "wp.tile_dot(" not in spec.source:
+            continue
+        if "partial" not in spec.source:
+            continue
+        seen += 1
+        assert spec.metadata["launch"]["dim"][0] > 1, spec.source
+        for load in re.findall(r"wp\.tile_load\([^\n]*\)", spec.source):
+            assert "offset=" in load, spec.source
+    assert seen >= 10

@@ -372,7 +372,8 @@ def reduce_particles(rng, name, suffix, complexity):
     reads = {r for t in terms for r in PIECES[t].needs} | ({"x"} if kind == "bounds" else set())
     x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0) if "x" in reads else ""
     v = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0) if "v" in reads else ""
-    mass = d.resolve(R.MASS) if "m" in reads else ""
+    # a center of mass weights by each particle's own mass: with one mass for all it is the mean position
+    mass = d.resolve(R.MASS, per_item=True if kind == "com" else None) if "m" in reads else ""
     uses = [r for t in terms for r in PIECES[t].needs] + (["x", "x"] if kind == "bounds" else [])
     uses += ["v"] if "kinetic_energy" in terms else []  # its dot product reads v twice
     xi = (w.let(("xi", "p"), f"{x}[tid]") if uses.count("x") > 1 else f"{x}[tid]") if x else ""  # read once

@@ -380,7 +380,7 @@ def advection(rng, name, suffix, complexity):
     if p.chance(0.35):  # exp(-k dt) is one value for the whole grid: the caller computes it once per step
         decay = p.scalar(rng.choice(("decay_factor", "dissipation_factor")), lo=0.8, hi=1.0)
         value = f"{value} * {decay}"
-        p.note(f"lets the advected quantity decay by {decay} per step (exp(-k dt), from the caller)")
+        p.note(f"lets the advected quantity decay by {decay} per step (exp(-rate * dt), from the caller)")
     if not self_advect and p.chance(0.3):  # an emitter adds density where it injects
         src = p.array(rng.choice(("source", "emitter", "inflow")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"
@@ -427,7 +427,7 @@ def _upwind(p: Pattern, vel: str, dt: str):
         decay = p.scalar(rng.choice(("decay_factor", "dissipation_factor")), lo=0.8, hi=1.0)
         p.add(f"c_new = {value}", f"c_new = c_new * {decay}")
         value = "c_new"
-        p.note(f"lets the field decay by {decay} per step (exp(-k dt), from the caller)")
+        p.note(f"lets the field decay by {decay} per step (exp(-rate * dt), from the caller)")
     if p.chance(0.3):
         src = p.array(rng.choice(("source", "emitter")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"

@@ -106,8 +106,8 @@ def particle_integration(rng, name, suffix, complexity):
     else:
         p.add(f"v = v + {gravity} * {dt}")
     if not drag:
-        p.why((f"{damping} = exp(-k * dt) for a damping rate k, computed once per step by the caller",
-               f"the caller passes {damping} = exp(-k * dt), the step's decay, the same for every particle"))
+        p.why((f"{damping} = exp(-rate * dt) for a damping rate, computed once per step by the caller",
+               f"the caller passes {damping} = exp(-rate * dt), the step's decay, the same for every particle"))
         p.add(f"v = v * {damping}")
         p.note("damps the velocity by a per-step factor")
     speed = None  # the speed, once computed and still true of v

@@ -70,10 +70,10 @@ def _integrate_bodies(p: Pattern):
                   f"w = w + wp.quat_rotate(r, {inv_i}[tid] @ tau_body) * {dt}")
     # damping as per-step factors, one value each for the whole launch: the caller computes exp(-k dt) (or
     # 1 - k dt) once per step rather than every thread computing it again
-    form = p.pick("exp(-k * dt)", "1 - k * dt")  # one damping model for both velocities
+    form = p.pick("exp(-rate * dt)", "1 - rate * dt")  # one damping model for both velocities
     spin_damped, lin_damped = p.chance(0.4), p.chance(0.25)
     why = f"{'per-step factors' if spin_damped and lin_damped else 'a per-step factor'} from the caller: " \
-          f"{form} for a damping rate k"
+          f"{form} for a damping rate"
     if spin_damped:
         damp = p.scalar(rng.choice(("angular_damping_factor", "angular_decay")), lo=0.95, hi=1.0)
         p.why(why)
@@ -156,7 +156,7 @@ def _body_points(p: Pattern):
             p.add("twist = wp.spatial_vector()", "if b >= 0:", f"{INDENT}twist = {qd}[b]",
                   "w = wp.spatial_top(twist)", "v = wp.spatial_bottom(twist)")
         else:
-            p.add(f"w = wp.spatial_top({qd}[b])", f"v = wp.spatial_bottom({qd}[b])")
+            p.add(f"twist = {qd}[b]", "w = wp.spatial_top(twist)", "v = wp.spatial_bottom(twist)")  # one load
         lever = p.let("r", "p - wp.transform_get_translation(X)")
         p.add(f"{vel}[tid] = v + wp.cross(w, {lever})")
         p.note("computes the points' velocities v + w x r")

@@ -166,8 +166,9 @@ class Writer:
 def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     """A sum, dot product or norm of whole arrays: per-block partial sums, added atomically into one
     total or written one per block for a second pass; a block may reduce several tiles in a loop."""
-    blocks, size = rng.choice((1, 2, 4, 8)), rng.choice((32, 64))
-    single = blocks == 1  # one block covers the array and stores the result itself
+    # several blocks, each at its own offset: a kernel that reads only the first block's tiles would be
+    # right for a one-block launch alone, and race into its total on any other
+    blocks, size = rng.choice((2, 4, 8)), rng.choice((32, 64))
     tile = w.constant(rng.choice(("TILE_SIZE", "TILE", "TILE_LEN")), size)
     per_block = rng.choice((1, 1, 2, 4))  # tiles a block reduces
     span = w.constant(rng.choice(("TILES_PER_BLOCK", "NUM_TILES")), per_block) if per_block > 1 else None
@@ -181,21 +182,19 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     weights = w.array(rng.choice(("weights", "w")), (n,), lo=0.0, hi=1.0) \
         if kind != "norm" and rng.random() < 0.3 else None
     mean = kind == "sum" and not weights and rng.random() < 0.3
-    partials = not mean and not single and rng.random() < 0.35  # one partial sum per block, for a second pass
+    partials = not mean and rng.random() < 0.35  # one partial sum per block, for a second pass
     total = w.array(rng.choice(("partial_sums", "block_sums")), (blocks,), "out") if partials else \
         w.array(rng.choice(("total", "result", "out")), (1,), "out")
     loaded = 1 + (kind == "dot") + bool(weights)  # arrays loaded at one offset: named once if read twice
     ahead = []  # the offset's line, first in the loop over a block's tiles
-    if single:  # one block: its tiles start at 0, and the block index plays no part
-        start = f"k * {tile}" if span else "0"
-    elif span:  # the block's k-th tile: the sizes are module constants, their product needs no wp.static
+    if span:  # the block's k-th tile: the sizes are module constants, their product needs no wp.static
         start = rng.choice((f"(i * {span} + k) * {tile}", f"i * {span} * {tile} + k * {tile}"))
     else:
         start = w.index("start", f"i * {tile}", 1.0 if loaded > 1 else 0.4)
     if span and loaded > 1:
         ahead = [f"offset = {start}"]
         start = "offset"
-    at = "" if start == "0" else f", offset={start}"
+    at = f", offset={start}"
     loads = [f"{x}_tile = wp.tile_load({x}, shape={tile}{at})"]
     terms = f"{x}_tile"
     dotted = None  # wp.tile_dot gives the block's partial dot product directly
@@ -229,16 +228,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
               f"partial = partial * ({w.real.py}(1.0) / {w.real.py}({x}.shape[0]))")
         purpose = f"Mean of {x}"
     covers = f"{per_block} tiles of {size} values" if span else f"a tile of {size} values"
-    if single:
-        if w.lines[-1] == f"partial = {reduce}":
-            w.lines[-1] = f"wp.tile_store({total}, {reduce})"
-        elif mean and not span:  # the sum scaled as it is stored
-            w.lines[-1] = w.lines[-1].replace("partial = partial", f"wp.tile_store({total}, partial", 1) + ")"
-        else:
-            w.add(f"wp.tile_store({total}, partial)")
-        purpose += f": one block reduces {covers} and stores the result in {total}[0]"
-        detail = ""
-    elif partials:
+    if partials:
         w.add(f"wp.tile_store({total}, partial, offset=i)")
         purpose += f": each block reduces {covers} and writes its partial sum to {total}[i]"
         detail = "A second pass adds the partial sums"

@@ -35,8 +35,8 @@ def backtrace_rk2(w: Writer, p, u, velocity, dt, inv_dx):
 @piece("grid_decay", needs={"c": GRID_VALUE, "factor": DECAY_FACTOR}, gives={"c": GRID_VALUE},
        says="exponential dissipation by a per-step factor")
 def grid_decay(w: Writer, c, factor):
-    w.add("# " + w.pick(f"{factor} = exp(-k * dt) for a dissipation rate k, computed once per step by the caller",
-                        f"the caller passes {factor} = exp(-k * dt), the step's decay, one value for every cell"))
+    w.add("# " + w.pick(f"{factor} = exp(-rate * dt) for a dissipation rate, computed once per step by the caller",
+                        f"the caller passes {factor} = exp(-rate * dt), the step's decay, one value for every cell"))
     return {"c": w.update(c, f"{c} * {factor}", "c_decayed", "faded")}
 
 

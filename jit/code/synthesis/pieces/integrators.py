@@ -55,9 +55,9 @@ def acceleration_from_mass(w: Writer, f, mass, gravity):
 def velocity_damping(w: Writer, v, factor):
     # the factor is one value for the whole launch: the caller computes exp(-k dt) (or 1 - k dt) once
     # rather than every thread computing it again
-    w.add("# " + w.pick(f"{factor} = exp(-k * dt) for a damping rate k, computed once per step by the caller",
-                        f"the caller passes {factor} = exp(-k * dt): the exact decay of dv/dt = -k v over the step",
-                        f"{factor} is the step's decay exp(-k * dt), one value for the whole launch"))
+    w.add("# " + w.pick(f"{factor} = exp(-rate * dt) for a damping rate, computed once per step by the caller",
+                        f"the caller passes {factor} = exp(-rate * dt): the exact decay of dv/dt = -rate * v over the step",
+                        f"{factor} is the step's decay exp(-rate * dt), one value for the whole launch"))
     return {"v": w.update(v, f"{v} * {factor}", "v_damped")}
 
 

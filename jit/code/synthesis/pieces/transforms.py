@@ -98,8 +98,8 @@ def euler_rotation_step(w: Writer, q, omega, torque, inertia, inv_inertia, dt):
 @piece("angular_damping", needs={"omega": ANGULAR_VELOCITY, "factor": ANGULAR_DAMPING_FACTOR},
        gives={"omega": ANGULAR_VELOCITY}, says="angular velocity damping by a per-step factor", dims=(3,))
 def angular_damping(w: Writer, omega, factor):
-    w.add("# " + w.pick(f"{factor} = exp(-k * dt) for an angular damping rate k, computed once per step by the caller",
-                        f"the caller passes the step's spin decay {factor} = exp(-k * dt)"))
+    w.add("# " + w.pick(f"{factor} = exp(-rate * dt) for an angular damping rate, computed once per step by the caller",
+                        f"the caller passes the step's spin decay {factor} = exp(-rate * dt)"))
     return {"omega": w.update(omega, f"{omega} * {factor}", "omega_damped")}
 
 
