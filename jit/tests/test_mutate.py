@@ -731,3 +731,24 @@ def test_an_extracted_helper_takes_its_arguments_in_the_order_they_are_written()
     header = lines[lines.index("@wp.func") + 1]
     names = [a.split(":")[0].strip() for a in header[header.index("(") + 1:header.rindex(")")].split(",")]
     assert names == ["cell", "nodes_per_dim", "i", "j", "k"], text
+
+
+EDGES3 = """
+import warp as wp
+
+
+@wp.kernel
+def edges3(tris: wp.array2d(dtype=int), counts: wp.array(dtype=int)):
+    t = wp.tid()
+    for k in range(3):
+        a = tris[t, k]
+        b = tris[t, (k + 1) % 3]
+        wp.atomic_add(counts, wp.min(a, b), 1)
+"""
+
+
+def test_an_unrolled_loop_writes_its_indices_as_numbers():
+    unit = M.Unit(EDGES3, "edges3", "u", infer(M.Unit(EDGES3, "edges3")))
+    assert driver.run(unit, "unroll", random.Random(0), ()) == "unroll:3"
+    text = unit.render()
+    assert "tris[t, 1]" in text and "tris[t, 0]" in text and "% 3" not in text and "0 + 1" not in text, text

@@ -805,3 +805,18 @@ def test_some_authors_set_a_kernels_steps_apart_with_blank_lines():
         airy += "\n\n    " in body
         assert format_source(spec.source) == spec.source
     assert 30 <= airy <= 90, airy
+
+
+def test_stencil_first_derivatives_are_central_everywhere_and_named_apart_from_their_output():
+    """A gradient or divergence never reads clamped neighbours (half the one-sided slope at the
+    border), and no kernel shares its name with one of its own parameters."""
+    derivatives = 0
+    for i in range(200):
+        spec = generate(SEED, i, categories=["grid_stencil"])
+        fn = _kernel(spec.source)
+        params = {a.arg for a in fn.args.args}
+        assert spec.name.rsplit("_", 1)[0] not in params, spec.source
+        if re.search(r"gradient|divergence", spec.metadata["purpose"]):
+            derivatives += 1
+            assert "zero-flux" not in spec.source and "wp.clamp(" not in spec.source, spec.source
+    assert derivatives >= 20

@@ -367,15 +367,12 @@ def fem_elements(rng, name, suffix, complexity):
     x = p.array(rng.choice(("positions", "x", "particle_q")), fl.vec, lo=-1.0, hi=1.0, shape=(n_vertices,))
     p.add(*(f"x{c} = {x}[{n}]" for c, n in enumerate(names)))
     edges = [f"x{c} - x0" for c in range(1, corners)]
-    form = p.pick("cols", "entries", "named")
-    if form == "cols":
+    # the edge matrix by its columns (entry by entry it reads as an unrolled loop beside wp.matrix_from_cols)
+    if p.coin():
         p.add(f"Ds = wp.matrix_from_cols({', '.join(edges)})")
-    elif form == "named":
+    else:
         p.add(*(f"e{c} = {e}" for c, e in enumerate(edges, 1)),
               f"Ds = wp.matrix_from_cols({', '.join(f'e{c}' for c in range(1, corners))})")
-    else:
-        entries = ", ".join(f"x{c}[{r}] - x0[{r}]" for r in range(dim) for c in range(1, corners))
-        p.add(f"Ds = {m}({entries})")
     dm_inv = p.array(rng.choice(("Dm_inv", "rest_inverse", "inv_rest")), fl.mat, lo=-1.0, hi=1.0)
     # read once: the force needs it again
     dm = "Dm_inv" if dm_inv != "Dm_inv" else "inv_Dm"

@@ -79,11 +79,26 @@ def unroll_sites(unit: Unit) -> list[tuple[list, int, range]]:
 
 
 class _Fix(ast.NodeTransformer):
+    """The loop variable as the constant of one trip, and integer arithmetic on constants folded, as a
+    person unrolling by hand writes ``1`` and ``2``, not ``(0 + 1) % 3`` and ``(0 + 2) % 3``."""
+
+    FOLDED = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__,
+              ast.Mod: int.__mod__}
+
     def __init__(self, name: str, value: int):
         self.name, self.value = name, value
 
     def visit_Name(self, node):
         return ast.Constant(self.value) if node.id == self.name and isinstance(node.ctx, ast.Load) else node
+
+    def visit_BinOp(self, node):
+        node = self.generic_visit(node)
+        op = self.FOLDED.get(type(node.op))
+        if (op and isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant)
+                and type(node.left.value) is int and type(node.right.value) is int
+                and not (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and node.right.value == 0)):
+            return ast.copy_location(ast.Constant(op(node.left.value, node.right.value)), node)
+        return node
 
 
 def unroll(unit: Unit, rng: random.Random) -> str | None:
