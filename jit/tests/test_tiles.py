@@ -189,3 +189,20 @@ def test_a_tiled_reduction_reads_each_blocks_own_tiles():
         for load in re.findall(r"wp\.tile_load\([^\n]*\)", spec.source):
             assert "offset=" in load, spec.source
     assert seen >= 10
+
+
+def test_no_sentence_of_a_docstring_opens_with_a_capitalized_parameter_name():
+    """``out starts at zero`` must not read ``Out starts at zero``: a sentence opens with a word."""
+    import ast
+
+    from jit.code.synthesis.generator import generate
+
+    for i in range(200):
+        spec = generate(5, i, categories=["tile_blocks"])
+        fn = next(n for n in ast.parse(spec.source).body if isinstance(n, ast.FunctionDef))
+        doc = ast.get_docstring(fn) or ""
+        for arg in fn.args.args:
+            name = arg.arg
+            if name[0].islower() and name.capitalize() != name:
+                # a parameter as a sentence's subject ("Out starts at zero"), not a word that names it ("Mean of ...")
+                assert not re.search(rf"(^|\.\s+){re.escape(name.capitalize())} (starts|is|holds|must)\b", doc, re.MULTILINE), spec.source

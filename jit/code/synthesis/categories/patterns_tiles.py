@@ -235,7 +235,7 @@ def _reduce(w: Writer, rng: random.Random, kind: str) -> TileKernel:
     else:
         w.add(f"wp.tile_atomic_add({total}, partial)")
         purpose += f": each block reduces {covers} and adds its partial {'share' if mean else 'sum'} to {total}[0]"
-        detail = f"{total} starts at zero"
+        detail = f"The caller zeroes {total} before the launch"  # a sentence, not a capitalized name
     # a weighted sum is a dot product with the weights: named for what it computes, not as a plain sum
     base = rng.choice(NAMES[kind][3:6] if mean else NAMES[kind][-3:] if weights else NAMES[kind][:3])
     # |x| has a kink at zero that a finite-difference gradient check steps across; Warp 1.19's adjoints
