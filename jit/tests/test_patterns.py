@@ -820,3 +820,15 @@ def test_stencil_first_derivatives_are_central_everywhere_and_named_apart_from_t
             derivatives += 1
             assert "zero-flux" not in spec.source and "wp.clamp(" not in spec.source, spec.source
     assert derivatives >= 20
+
+
+def test_a_stable_neo_hookean_element_divides_by_no_lame_parameter():
+    """lam (J - 1 - mu / lam) multiplied out: no division by lam, and no per-element alpha."""
+    seen = 0
+    for i in range(200):
+        spec = generate(SEED, i, categories=["fem_elements"])
+        if "Neo-Hookean" not in spec.metadata["purpose"]:
+            continue
+        seen += 1
+        assert not re.search(r"/ \w*(lam|lambda)\b", spec.source) and "alpha" not in spec.source, spec.source
+    assert seen >= 10

@@ -389,8 +389,8 @@ def advection(rng, name, suffix, complexity):
         src = p.array(rng.choice(("source", "emitter", "inflow")), T.FLOAT32, lo=0.0, hi=1.0, ndim=2)
         value = f"{value} + {dt} * {src}[i, j]"
         p.note("adds what an emitter injects")
-    elif self_advect and p.chance(0.3):  # buoyancy or gravity on the advected velocity
-        g = p.scalar(rng.choice(("gravity", "buoyancy")), lo=-9.8, hi=9.8)
+    elif self_advect and p.chance(0.3):  # gravity on the advected velocity (uniform: not a buoyancy)
+        g = p.scalar(rng.choice(("gravity", "g")), lo=-9.8, hi=9.8)
         value = f"{value} + wp.vec2(0.0, {g} * {dt})"
         p.note(f"adds a vertical acceleration {g}")
     if not self_advect and p.chance(0.25):  # interpolation and sources must not make density negative
@@ -423,8 +423,8 @@ def _upwind(p: Pattern, vel: str, dt: str):
     rate = p.pick("v[0] * dqdx + v[1] * dqdy", "wp.dot(v, wp.vec2(dqdx, dqdy))")
     rate_out = p.chance(0.25)  # the local rate of change, for an adaptive step: computed once, used twice
     if rate_out:
-        p.add(f"dcdt = -{inv_dx} * ({rate})")
-        value = f"c + {dt} * dcdt"
+        p.add(f"dqdt = -{inv_dx} * ({rate})")
+        value = f"c + {dt} * dqdt"
     else:
         value = f"c - {dt} * {inv_dx} * ({rate})"
     if p.chance(0.3):  # a per-step factor, exp(-k dt) or 1 - k dt, computed once by the caller
@@ -439,9 +439,9 @@ def _upwind(p: Pattern, vel: str, dt: str):
     out = p.array(f"{q}_out" if p.coin() else f"{q}_next", T.FLOAT32, "out", ndim=2)
     p.add(f"{out}[i, j] = {value}")
     if rate_out:
-        rates = p.array(rng.choice(("dqdt", "rate")), T.FLOAT32, "out", ndim=2)
-        p.add(f"{rates}[i, j] = dcdt")
-        p.note("writes the rate of change dq/dt")
+        rates = p.array(rng.choice(("advection_rate", "dqdt_out")), T.FLOAT32, "out", ndim=2)
+        p.add(f"{rates}[i, j] = dqdt")
+        p.note("writes the advective rate of change -u . grad q (before any decay or source)")
     # the one-sided difference switches with the sign of the velocity: the result has a kink there,
     # where finite differences and the adjoint disagree, so no gradient check
     return p.finish(rng.choice(("advect_upwind", "upwind_step")), p.kb.dims,

@@ -410,8 +410,9 @@ def fem_elements(rng, name, suffix, complexity):
         if dim == 3:
             p.add("c0 = wp.vec3(F[0, 0], F[1, 0], F[2, 0])", "c1 = wp.vec3(F[0, 1], F[1, 1], F[2, 1])",
                   "c2 = wp.vec3(F[0, 2], F[1, 2], F[2, 2])")
-        p.add("J = wp.determinant(F)", f"alpha = 1.0 + {mu} / {lam}",
-              f"P = {mu} * F + {lam} * (J - alpha) * {cofactor(dim, m)}")
+        # lam (J - alpha) with the rest-stable shift alpha = 1 + mu / lam, multiplied out: no division,
+        # and nothing the same for every element computed per element
+        p.add("J = wp.determinant(F)", f"P = {mu} * F + ({lam} * (J - {fl.lit(1.0)}) - {mu}) * {cofactor(dim, m)}")
     if p.chance(0.3):  # Rayleigh damping on the rate of deformation
         vel = p.array({"positions": "velocities", "x": "v", "particle_q": "particle_qd"}[x], fl.vec, lo=-1.0, hi=1.0,
                       shape=(n_vertices,))
