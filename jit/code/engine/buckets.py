@@ -291,8 +291,6 @@ def _refine(large: list[np.ndarray], where: np.ndarray, table: np.ndarray,
     ``table`` holds the band values of the records at ``where`` (sorted; every member among them).
     Returns the pieces as ``_runs`` does (pairs, groups of at most LARGE_BUCKET) and how many pieces
     were too large to compare whole (left out; those of the last level are not cut again)."""
-    if not large:
-        return np.zeros((0, 2), dtype=np.int64), [], 0
     all_pairs, all_groups, left_out = [], [], 0
     for _ in range(REFINE_LEVELS):
         pairs, groups, large = _cut(large, where, table, sizes)
@@ -421,15 +419,15 @@ def _compare_pairs(pairs: np.ndarray, records: _Records, near: Near | None,
 def _compare_chunk(pairs: np.ndarray, records: _Records, near: Near | None,
                    split_at: float | None) -> list[tuple[int, int, int]]:
     """Pairs whose estimate makes them candidates are read and decided on their exact similarity."""
-    a, b = records.index(pairs[:, 0]), records.index(pairs[:, 1])
-    estimate = np.count_nonzero(records.signatures[a] == records.signatures[b], axis=1) / records.signatures.shape[1]
+    at_a, at_b = records.index(pairs[:, 0]), records.index(pairs[:, 1])  # rows of the records read
+    estimate = np.count_nonzero(records.signatures[at_a] == records.signatures[at_b], axis=1) / records.signatures.shape[1]
     none = np.zeros(len(pairs), dtype=bool)
     same = estimate >= 1.0 if near is not None else none  # equal signatures: see ``Near``
     found = [(a, b, NEAR) for a, b in pairs[same].tolist()]
     check_near = (estimate >= near.checked_from) & ~same if near is not None else none
     check_split = none
     if split_at is not None:
-        check_split = ~same & (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin[a] != records.kin[b])
+        check_split = ~same & (estimate >= split_at - ESTIMATE_MARGIN) & (records.kin[at_a] != records.kin[at_b])
     which = check_near | check_split
     for (a, b), is_near, is_split in zip(pairs[which].tolist(), check_near[which].tolist(), check_split[which].tolist()):
         similarity = records.jaccard(a, b)

@@ -64,9 +64,9 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
             break
     name = kb.name  # a builder may name its kernel by what it does (still ending in the suffix)
     synthesized = CATEGORIES[category].source != "mutants"  # mutants keep their seed's text
-    if synthesized and rng.random() < SUBSCRIPT_SHARE:
-        source = subscript_arrays(source)
     if synthesized:
+        if rng.random() < SUBSCRIPT_SHARE:
+            source = subscript_arrays(source)
         source, name = american(source), american(name)
         if rng.random() < AIRY:
             source = paragraphs(source)

@@ -19,8 +19,9 @@ one category rarely share 90% of their normalised token 4-grams (the near-duplic
 a named local or the inline expression, early-exit guards, helpers or inline code, in-place or
 separate outputs and optional diagnostic outputs (energy, counts, changes).
 
-Every kernel opens with a docstring saying what the drawn variant computes (its purpose, then
-the optional parts it carries), and the same purpose goes in the record (``meta["record"]``).
+A kernel's docstring, where its author writes one (``docs.docstring``), says what the drawn
+variant computes (a summary of its purpose, then the optional parts it carries); the whole purpose
+goes in the record (``meta["record"]``).
 Kernels are written without dead code and keep their text and comments as written.
 
 This module holds what the families share (``Flavour``, ``Pattern``, ``signature_order``) and
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.docs import docstring, sentence  # noqa: F401  (the families' too)
+from jit.code.synthesis.docs import docstring, sentence
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Param, Profile
 from jit.code.synthesis.types import WType
 
@@ -146,8 +147,7 @@ def level(complexity) -> int:
 
 
 class PatternKernel(KernelBuilder):
-    """A ``KernelBuilder`` whose kernel opens with a docstring saying what it computes, and
-    whose body keeps the comments its pattern gave (dead-code elimination drops comments)."""
+    """A ``KernelBuilder`` whose kernel opens with its docstring (when it has one), and whose body keeps the comments its pattern gave (dead-code elimination drops comments)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

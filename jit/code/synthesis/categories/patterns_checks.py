@@ -35,15 +35,9 @@ import re
 from collections.abc import Callable
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories.patterns import (
-    RoleParam,
-    WrittenKernel,
-    assigned_names,
-    docstring,
-    fmt,
-    sentence,
-)
+from jit.code.synthesis.categories.patterns import RoleParam, WrittenKernel, assigned_names, fmt
 from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.docs import docstring, sentence
 from jit.code.synthesis.quick_layout import split_commas
 from jit.code.synthesis.stmt import INDENT, Param
 from jit.code.synthesis.types import WType

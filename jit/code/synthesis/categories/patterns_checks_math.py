@@ -183,8 +183,7 @@ def _float_classes(w: Writer, rng: random.Random) -> CheckKernel:
           "wp.expect_eq(wp.isnan(root), True)", "wp.expect_eq(wp.isfinite(root), False)",
           "wp.expect_eq(wp.isinf(root), False)"]),
     ], 2, 3, keep=1)
-    code = "\n".join(w.lines)
-    used = [fn for fn in ("isfinite", "isinf", "isnan") if f"wp.{fn}(" in code]
+    used = w.called("isfinite", "isinf", "isnan")
     names = ["test_float_classes", "test_float_classification"]
     if len(used) == 3:  # named for the builtins only when it calls every one of them
         names.append("test_isfinite_isinf_isnan")
@@ -215,8 +214,7 @@ def _float_signs(w: Writer, rng: random.Random) -> CheckKernel:
                                     f"wp.expect_eq(wp.frac(-{x}), -wp.frac({x}))"]),
     ], 2, 3, keep=1)
     w.add(f"{w.at(w.out(w.pick('signed_values', 'copysigned'), f))} = signed")
-    code = "\n".join(w.lines)
-    used = [f"wp.{fn}" for fn in ("copysign", "sign", "step", "trunc", "frac") if f"wp.{fn}(" in code]
+    used = [f"wp.{fn}" for fn in w.called("copysign", "sign", "step", "trunc", "frac")]
     names = ["check_float_signs"]  # a general name when several builtins are checked
     if set(used) <= {"wp.copysign", "wp.sign"}:  # copysign alone, or onto 1 against sign
         names = ["check_copysign", "check_copysign_identities"]

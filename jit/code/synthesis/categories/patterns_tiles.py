@@ -28,8 +28,9 @@ import random
 import re
 
 from jit.code.synthesis import types as T
-from jit.code.synthesis.categories.patterns import WrittenKernel, docstring, sentence
+from jit.code.synthesis.categories.patterns import WrittenKernel
 from jit.code.synthesis.categories.registry import register
+from jit.code.synthesis.docs import docstring, sentence
 from jit.code.synthesis.stmt import INDENT, Param
 
 BLOCK_DIMS = (32, 64, 128)

@@ -245,6 +245,7 @@ class Draft:
         if f"{base}_{self.suffix}" in self.w.funcs or base in values:  # a helper or a value took the name
             base += "_kernel"
         name = f"{base}_{self.suffix}"
+        self._hoist_loop_constants()
         self._hoist_axis_values()
         self._fill_skips()
         params = self._parameters(order)
@@ -327,14 +328,11 @@ class Draft:
     def _hoist_axis_values(self) -> None:
         """A vector built from a magnitude and read more than once, or read in a loop, is built once,
         before the statement holding its first use."""
-        self._hoist_loop_constants()
         for expr in dict.fromkeys(self.axis_values):
             uses = [k for k, line in enumerate(self.w.lines) if expr in line]
             if not uses:
                 continue
-            at = uses[0]
-            while at > 0 and self.w.lines[at].startswith(INDENT):  # the top-level statement holding it
-                at -= 1
+            at = top_statement(self.w.lines, uses[0])
             looped = self.w.lines[at].startswith(("for ", "while "))
             if sum(self.w.lines[k].count(expr) for k in uses) < 2 and not looped:
                 continue
@@ -354,9 +352,7 @@ class Draft:
             if not m or not lines[k].startswith(INDENT):
                 k += 1
                 continue
-            top = k
-            while top > 0 and lines[top].startswith(INDENT):
-                top -= 1
+            top = top_statement(lines, k)
             assigned = sum(bool(re.match(rf"\s*{m['name']}\s*[-+*/]?=", line)) for line in lines)
             if not lines[top].startswith(("for ", "while ")) or assigned > 1:
                 k += 1
@@ -369,6 +365,13 @@ class Draft:
         for u in self.uniforms.values():
             text = text.replace(u.token, u.value if u.grouped else u.name)
         return text
+
+
+def top_statement(lines: list[str], k: int) -> int:
+    """The index of the top-level statement (unindented) that holds body line ``k``."""
+    while k > 0 and lines[k].startswith(INDENT):
+        k -= 1
+    return k
 
 
 def check_reads(name: str, body: str, params: list[str]) -> None:
