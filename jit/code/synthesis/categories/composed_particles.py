@@ -197,9 +197,9 @@ def edge_setup(rng, suffix, groups: tuple[str, ...], noun: str,
     return d, its, n_particles, i, j, masked
 
 
-def contact_geometry(d: Draft, x_i: str, x_j: str) -> tuple[str, str, Callable[[], str]]:
-    """A pair's offset and distance, and a function writing its unit direction: called inside the
-    touching test, so pairs that do not touch never normalise (``edge_geometry`` does all three)."""
+def contact_geometry(d: Draft, x_i: str, x_j: str) -> tuple[str, Callable[[], str]]:
+    """A pair's distance, and a function writing its unit direction: called inside the touching test,
+    so pairs that do not touch never normalise (``edge_geometry`` writes both at once)."""
     w = d.w
     delta = w.let(("delta", "d", "x_ij"), f"{x_j} - {x_i}")
     length = w.let(("length", "dist"), w.length(delta))
@@ -209,7 +209,7 @@ def contact_geometry(d: Draft, x_i: str, x_j: str) -> tuple[str, str, Callable[[
                   "no division by a zero distance")
         return w.let(("n", "direction", "e_ij"), f"{delta} / wp.max({length}, {w.lit(1.0e-6)})")
 
-    return delta, length, direction
+    return length, direction
 
 
 def relative_motion(d: Draft, v_j: str, v_i: str, n: str) -> dict[str, str]:
@@ -290,7 +290,7 @@ def particle_contacts(rng, name, suffix, complexity):
         w.add(f"if {i} == {j}:", f"{INDENT}return")
     x = d.array(R.POSITION.names, "vec", lo=-1.0, hi=1.0, shape=pshape)
     x_i, x_j = w.let(("xi", "x_i"), f"{x}[{i}]"), w.let(("xj", "x_j"), f"{x}[{j}]")
-    _, length, direction = contact_geometry(d, x_i, x_j)
+    length, direction = contact_geometry(d, x_i, x_j)
     if rng.random() < 0.5:
         radii = d.array(("radii", "particle_radius"), "scalar", lo=0.05, hi=0.2, shape=pshape)
         reach = w.let(("reach", "contact_dist"), f"{radii}[{i}] + {radii}[{j}]")
@@ -545,7 +545,7 @@ def granular_contacts(rng, name, suffix, complexity):
     f = w.let(("f", "force", "f_total"), st.zero())
     j, how = neighbour_loop(d, n, x)
     with w.block(f"if {j} != tid"):
-        _, length, direction = contact_geometry(d, xi, f"{x}[{j}]")
+        length, direction = contact_geometry(d, xi, f"{x}[{j}]")
         if radii:
             reach = w.let(("reach", "contact_dist"), f"{ri} + {radii}[{j}]")
         with w.block(f"if {length} < {reach}"):  # one test for every contact force: the pair touches
