@@ -65,7 +65,7 @@ def test_kernels_say_what_they_do(specs):
             documented += 1
             assert " ".join(doc.split()).startswith(summary(purpose)[0]), (doc, purpose)
         assert spec.metadata["pieces"], spec.name
-    assert 0.5 * len(specs) <= documented < len(specs)  # most, as authors document most kernels
+    assert 0.2 * len(specs) <= documented <= 0.7 * len(specs)  # some: most authors write none
 
 
 def test_sources_are_laid_out_and_replayable(specs):
@@ -570,3 +570,35 @@ def test_a_center_of_mass_weights_each_particle_by_its_own_mass():
         masses = [a for a in spec.metadata["launch"]["args"] if "mass" in a["name"] and a["role"] == "in"]
         assert masses and all(a["kind"] == "array" for a in masses), spec.source
     assert seen >= 5
+
+
+def test_a_hash_grid_neighbor_loop_sums_what_all_pairs_sum():
+    """SPH densities over the neighbors a wp.HashGrid finds (built from the launch's recipe) equal
+    NumPy's sum of poly6 weights (h^2 - r^2)^3 over every pair within h."""
+    def wanted(s):
+        return ("hash_grid_query" in s.source and "poly6_weight" in s.metadata["pieces"]
+                and "poly6_density" not in s.metadata["pieces"] and "params." not in s.source)
+    spec = _first("sph_fluid", wanted)
+    args = {a["name"]: a for a in spec.metadata["launch"]["args"]}
+    grid = next(a for a in args.values() if a["kind"] == "handle")
+    assert grid["build"]["object"] == "hash_grid"
+    x, h = grid["build"]["points"], next(n for n in args if n in ("h", "smoothing_length", "kernel_radius"))
+    mass = next(n for n in args if n in ("mass", "particle_mass"))
+    norm = next(n for n in args if n in ("density_normalization", "poly6_norm"))
+    rho = next(n for n in args if n in ("densities", "particle_rho", "rho_out"))
+    handle = wb.define([spec.source], "test_composed_hash_grid")
+    try:
+        ex.set_cpu_options(handle.module, backward=False)
+        kernel = handle.namespace[spec.name]
+        plan = ex.plan_from_metadata(kernel, spec.metadata)
+        values = ex.random_values(plan, np.random.default_rng(3))
+        got = ex.run_outputs(kernel, plan, values)[rho].astype(np.float64)
+    finally:
+        handle.release()
+    p = values[x].astype(np.float64)
+    r2 = ((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)
+    support = float(values[h]) ** 2
+    weights = np.where(r2 < support, (support - r2) ** 3, 0.0)
+    want = weights.sum(axis=1) * float(values[mass]) * float(values[norm])
+    assert (weights > 0).sum() > len(p)  # some pairs other than each particle with itself
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * float(np.abs(want).max()))

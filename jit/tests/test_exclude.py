@@ -71,9 +71,11 @@ def scenario(tmp_path_factory):
         jaccard(sets[r["id"]], sets[o]) < 0.6 for o in sets if o != r["id"])]
     # and whose light edit stays clearly above the threshold (MinHash decides near it: the exact
     # test below covers that band)
+    # (the copies furthest from their originals first, so the edits span the band up to 1)
+    edited = [(lightly_edit(r["python_source"], k), r) for k, r in enumerate(isolated)]
+    edited.sort(key=lambda cr: jaccard(tokens_of(cr[0]), sets[cr[1]["id"]]))
     originals, copies = [], {}
-    for r in isolated:
-        copy = lightly_edit(r["python_source"], len(originals))
+    for copy, r in edited:
         if len(originals) < 10 and jaccard(tokens_of(copy), sets[r["id"]]) >= exclude.DEFAULT_THRESHOLD + 0.05:
             copies[r["id"]] = copy
             originals.append(r)
@@ -144,7 +146,9 @@ def test_jsonl_and_dataset_folders_are_exclusion_sets_too(scenario, tmp_path):
     assert len(from_jsonl) == 50
     dropped = {r["id"] for r in scenario["records"] if from_jsonl.matches(r["python_source"])}
     assert dropped == scenario["originals"]
-    assert from_jsonl.match(scenario["copies"][min(scenario["originals"])]) == "eval.jsonl:1"
+    first = min(scenario["originals"])
+    line = list(scenario["copies"]).index(first) + 1  # the row holding its copy
+    assert from_jsonl.match(scenario["copies"][first]) == f"eval.jsonl:{line}"
 
     folder_of_copies = str(tmp_path / "copies_ds")
     write_dataset(folder_of_copies, list(scenario["copies"].values()))

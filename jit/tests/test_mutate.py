@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import itertools
 import random
+import re
 
 import numpy as np
 import pytest
@@ -372,6 +373,37 @@ def test_guard_names_the_count_by_the_items_and_puts_it_with_the_inputs():
     scatters = guard_params(SCATTER, "scatter")  # rows and cols say where each entry goes
     assert scatters and {c for c, _ in scatters} <= {"count", "n", "num_elements"}
 
+
+SAXPY = """
+import warp as wp
+
+
+@wp.kernel
+def saxpy(x: wp.array(dtype=float), y: wp.array(dtype=float), a: float):
+    i = wp.tid()
+    yi = y[i]
+    y[i] = a * x[i] + yi
+"""
+
+
+def test_a_count_goes_last_when_an_input_follows_an_output():
+    """``y`` is updated in place between ``x`` and ``a``: the count does not split the arrays."""
+    found = guard_params(SAXPY, "saxpy")
+    assert found
+    for count, order in found:
+        assert order[-1] == count and order[:3] == ["x", "y", "a"], order
+
+
+def test_an_element_local_is_spelled_as_the_kernels_others_are():
+    """``x[i]`` named by a move beside ``yi`` is ``xi``, never ``x_i``."""
+    names = set()
+    for attempt in range(40):
+        unit = M.Unit(SAXPY, "saxpy", "h", infer(M.Unit(SAXPY, "saxpy")))
+        if driver.run(unit, "hoist", random.Random(attempt), ()) is None:
+            continue
+        text = unit.render()
+        names |= set(re.findall(r"^\s+(x_?i) = x\[i\]$", text, re.MULTILINE))
+    assert names == {"xi"}, names
 
 PACK = """
 import warp as wp

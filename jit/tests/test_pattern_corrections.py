@@ -934,3 +934,24 @@ def test_no_purpose_or_docstring_doubles_a_word(category):
         texts += [ast.get_docstring(n) or "" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef)]
         for text in texts:
             assert not DOUBLED.search(" ".join(text.split())), (DOUBLED.search(" ".join(text.split())), source)
+
+
+def test_a_rigid_step_writes_only_the_velocities_it_changes():
+    """Round 30: a body's linear velocity copied to its output unchanged (no force, no damping). Every
+    velocity output of the rigid-body step is assigned in the kernel before it is stored."""
+    from jit.code.synthesis.categories.patterns_rigid import rigid_body
+
+    steps = bare = 0
+    for i in range(200):
+        source = rigid_body(random.Random(f"rigid:{i}"), "rigid_body", f"{i:08x}", "mixed").source()
+        if "semi-implicit" not in source and "wp.transform(x, r)" not in source:
+            continue
+        steps += 1
+        lines = [line.strip() for line in source.splitlines()]
+        for at, line in enumerate(lines):
+            stored = re.fullmatch(r"\w+\[tid\] = ([vw])", line)
+            if stored:
+                var = stored.group(1)
+                assert any(re.match(rf"{var} \+= |{var} = .*\b{var}\b", earlier) for earlier in lines[:at]), source
+        bare += not any(re.fullmatch(r"\w+\[tid\] = v", line) for line in lines)
+    assert steps >= 40 and bare >= 5, (steps, bare)

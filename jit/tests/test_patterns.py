@@ -82,14 +82,15 @@ def test_sources_are_replayable_and_read_like_code(category):
 
 @pytest.mark.parametrize("category", PATTERNS)
 def test_few_near_duplicates_within_a_category(category):
-    """At most 15% of a category's kernels are near-duplicates (Jaccard >= 0.9 of normalised 4-grams)
-    of an earlier kernel of the same category: the run's near-duplicate control would drop them."""
+    """At most a sixth of a category's kernels are near-duplicates (Jaccard >= 0.9 of normalised
+    4-grams) of an earlier kernel of the same category: the run's near-duplicate control drops them,
+    and a family that drew more would waste that share of its builds."""
     seen, near = [], 0
     for i in range(60):
         grams = shingles(norm_tokens(generate(SEED, i, categories=[category], complexity="mixed").source), 4)
         near += any(jaccard(grams, other) >= 0.9 for other in seen)
         seen.append(grams)
-    assert near / len(seen) <= 0.15, (category, near)
+    assert near <= len(seen) // 6, (category, near)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +276,7 @@ def test_every_kernel_says_what_it_computes(family):
             documented += 1
             assert " ".join(doc.split()).startswith(summary(purpose)[0]), spec.source
         assert not re.search(r"\b\d+e-?0\d\b", spec.source), spec.source  # 1e-06 rather than 1.0e-6
-    assert documented >= 8, family  # 0.7 of 20 on average
+    assert 3 <= documented <= 17, family  # 0.4 of 20 on average: most authors write none
 
 
 @pytest.fixture(scope="module")
@@ -735,7 +736,33 @@ def test_a_docstring_summarises_its_purpose_and_is_sometimes_left_out():
         "Project a velocity field by subtraction of the pressure gradient on a 3D grid.\n\n"
         "Border cells keep their value (fixed boundary). It clamps the speed.")
     left_out = sum(docstring(purpose, rng=random.Random(seed)) == "" for seed in range(1000))
-    assert 250 <= left_out <= 350
+    assert 520 <= left_out <= 680  # NO_DOCSTRING is 0.6
+
+
+def test_a_long_summary_keeps_its_first_clause():
+    """A summary line longer than SUMMARY_WIDTH ends at its first comma past 30 characters."""
+    long = ("A symplectic Euler step for 2D particles under gravity and external forces, then resolve contacts "
+            "with a circle collider")
+    assert summary(long) == ("A symplectic Euler step for 2D particles under gravity and external forces.", "")
+    short = "Advance particles one step, then clamp them"
+    assert summary(short) == ("Advance particles one step, then clamp them.", "")
+
+
+def test_brief_authors_write_labels_not_arguments():
+    """A brief note keeps what precedes its first colon or semicolon; a note still longer than
+    BRIEF_WIDTH, or one bounding inputs, is left out; a comment wrapped over lines is read as one."""
+    from jit.code.synthesis.docs import BRIEF_WIDTH, brief, brief_comments
+
+    assert brief("symplectic Euler: velocity first, then the position") == "symplectic Euler"
+    assert brief("U and V are proper rotations; no sign fix needed") == "U and V are proper rotations"
+    assert brief("f(a: b) stays whole") == "f(a: b) stays whole"  # the colon inside brackets is not a break
+    assert brief("components in [-1, 1]") is None and brief("|x| <= 1.5") is None
+    assert brief("x" * (BRIEF_WIDTH + 1)) is None
+    text = ("import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n    # forward Euler: the position moves\n"
+            "    x = a\n    # one long note\n    # wrapped: over two lines\n    y = x\n"
+            "    # the caller passes the time-scaled compliance alpha_tilde = compliance / dt^2\n    z = y\n")
+    assert brief_comments(text) == ("import warp as wp\n\n\n@wp.kernel\ndef k(a: float):\n    # forward Euler\n"
+                                    "    x = a\n    # one long note wrapped\n    y = x\n    z = y\n")
 
 
 def test_cloth_drag_names_velocities_in_the_positions_convention():

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 from jit.code.analysis.builtins import body_nodes, called_builtins, called_operators, warp_builtins  # noqa: F401
 from jit.code.synthesis.categories import CATEGORIES, DEFAULT_SOURCES, SOURCES, Category
-from jit.code.synthesis.docs import american
+from jit.code.synthesis.docs import BRIEF, american, brief_comments
 from jit.code.synthesis.layout import AIRY, SUBSCRIPT_SHARE, format_source, paragraphs, subscript_arrays
 from jit.code.synthesis.stmt import COMPLEXITY, KernelBuilder, Param
 
 __all__ = ["CATEGORIES", "DEFAULT_SOURCES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
 
-GENERATOR_VERSION = 36  # bumped whenever the same (seed, index) may give a different kernel
+GENERATOR_VERSION = 37  # bumped whenever the same (seed, index) may give a different kernel
 
 
 @dataclass(slots=True)
@@ -68,6 +68,8 @@ def generate(seed: int, index: int, categories: Sequence[str] | None = None,
         if rng.random() < SUBSCRIPT_SHARE:
             source = subscript_arrays(source)
         source, name = american(source), american(name)
+        if rng.random() < BRIEF:
+            source = brief_comments(source)
         if rng.random() < AIRY:
             source = paragraphs(source)
     source = format_source(source)

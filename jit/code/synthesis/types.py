@@ -49,6 +49,7 @@ class WType:
 
 INT32 = WType("int32", "int", "int32")
 UINT32 = WType("uint32", "uint", "uint32")
+UINT64 = WType("uint64", "uint", "uint64")  # the id of a runtime object (mesh, BVH, hash grid)
 FLOAT32 = WType("float32", "float", "float32")
 FLOAT64 = WType("float64", "float", "float64")
 BOOL = WType("bool", "bool", "bool")

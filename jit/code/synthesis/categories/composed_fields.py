@@ -255,7 +255,7 @@ def sph_fluid(rng, name, suffix, complexity):
     zero_s, zero_v = w.lit(0.0) if st.f64 else "float(0.0)", st.zero()
     if job == "density":
         rho = w.let(("rho", "density"), zero_s)
-        j, how = neighbour_loop(d, n, x)
+        j, how = neighbour_loop(d, n, x, (h, R.SMOOTHING_LENGTH), xi)
         r2 = w.let(("r2", "dist_sq"), f"wp.length_sq({xi} - {x}[{j}])")
         if individual:
             w.add(f"{rho} += {d.use('poly6_density', r2=r2, mass=f'{masses}[{j}]', h=h)['rho']}")
@@ -287,7 +287,7 @@ def sph_fluid(rng, name, suffix, complexity):
         # per unit mass, each before its kernel's normalisation (the spiky gradient's, the viscosity Laplacian's)
         acc_p = w.let(("a_p", "acc_pressure", "a_pressure_sum"), zero_v)
         acc_v = w.let(("a_v", "acc_viscous", "a_visc_sum"), zero_v) if viscous else None
-        j, how = neighbour_loop(d, n, x)
+        j, how = neighbour_loop(d, n, x, (h, R.SMOOTHING_LENGTH), xi)
         with w.block(f"if {j} != tid"):
             dvec = w.let(("d", "x_ij"), f"{xi} - {x}[{j}]")
             r = w.let(("r", "dist"), w.length(dvec))
@@ -340,7 +340,7 @@ def sph_fluid(rng, name, suffix, complexity):
         vel = d.array(R.VELOCITY.names, "vec", lo=-1.0, hi=1.0)
         vi = w.let(("vi", "v_i"), f"{vel}[tid]")
         dv = w.let(("dv_sum", "correction"), zero_v)
-        j, how = neighbour_loop(d, n, x)
+        j, how = neighbour_loop(d, n, x, (h, R.SMOOTHING_LENGTH), xi)
         r2 = w.let(("r2", "dist_sq"), f"wp.length_sq({xi} - {x}[{j}])")
         contrib = d.use("xsph_pair", r2=r2, h=h, mass=mass, v_i=vi, v_j=f"{vel}[{j}]", rho_j=f"{rho}[{j}]")["dv"]
         w.add(f"{dv} += {contrib}")
@@ -498,13 +498,13 @@ def particle_grid_transfer(rng, name, suffix, complexity):
 
 @register("grid_source", 0.5, source=SOURCE)
 def grid_source(rng, name, suffix, complexity):
-    d = grid_draft(rng, suffix, ("SourceParams", "InjectParams"))
+    paint = rng.random() < 0.5
+    d = grid_draft(rng, suffix, ("BrushParams", "Brush") if paint else ("SourceParams", "EmitterParams"))
     dim, w, st = d.style.dim, d.w, d.style
     g, field = grid(d, ("density", "smoke", "temperature", "dye"), dim, boundary="interior")
     out = d.array((f"{field}_out", f"{field}_new"), "scalar", "out")
     d.gather_here()
     origin, dx = d.resolve(Role("grid origin", "vec", -1.0, -0.5, ("origin", "grid_lower"))), d.resolve(R.CELL_SIZE)
-    paint = rng.random() < 0.5
     center = d.resolve(Role("brush center", "vec", -0.5, 0.5, ("brush_center", "brush_pos", "center")) if paint else
                        Role("emitter center", "vec", -0.5, 0.5, ("emitter_center", "source_center", "center")))
     pos = w.let(("pos", "cell_pos", "x"), f"{origin} + {st.vec(*(st.cast(c) for c in 'ijk'[:dim]))} * {dx}")

@@ -517,7 +517,10 @@ def triangle_forces(rng, name, suffix, complexity):
                       "vec" if store == "n" else "scalar", "out")
         w.add(f"{out}[tid] = {geo[store]}")
         purpose += f", and store the faces' {'normals' if store == 'n' else 'areas'}"
-    return d.finish(rng.choice(("eval_aerodynamics", "triangle_forces", "face_loads")), [its.launch], purpose)
+    drag = "normal_drag_force" in loads
+    names = ("eval_aerodynamics", "triangle_forces", "face_loads") if drag else ("triangle_forces", "face_loads",
+                                                                                  "pressure_loads")
+    return d.finish(rng.choice(names), [its.launch], purpose)
 
 
 @register("granular_contacts", 1.0, source=SOURCE)

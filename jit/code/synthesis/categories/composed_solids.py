@@ -219,7 +219,7 @@ def small_solves(rng, name, suffix, complexity):
             centers = d.array(("cluster_centers", "centers"), "vec3", shape=(n_groups,))
             center, slot, per = f"{centers}[{g}]", g, " per cluster, about each cluster's center"
         else:
-            center, slot, per = d.resolve(R.CENTER, names=("center", "reference_point", "origin")), "0", \
+            center, slot, per = d.resolve(R.CENTER, names=("center", "reference_point", "centroid")), "0", \
                 " about a center"
         r = w.let(("r", "offset"), f"{x}[tid] - {center}")
         m = d.use("outer_product", a=r, b=r)["m"]

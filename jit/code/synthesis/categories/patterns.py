@@ -42,13 +42,14 @@ from typing import Any
 
 from jit.code.synthesis import types as T
 from jit.code.synthesis.docs import docstring, sentence
+from jit.code.synthesis.pieces.kit import GUARDS, PLAIN
 from jit.code.synthesis.stmt import INDENT, KernelBuilder, Line, Param, Profile
 from jit.code.synthesis.types import WType
 
 VEC2D = WType("vec2d", "vec", "float64", (2,))
 VEC4I = WType("vec4i", "vec", "int32", (4,))
 MAT22D = WType("mat22d", "mat", "float64", (2, 2))
-UINT64 = WType("uint64", "uint", "uint64")
+UINT64 = T.UINT64
 LEVELS = {"small": 0, "medium": 1, "large": 2}
 
 
@@ -122,7 +123,7 @@ def fmt(x: float) -> str:
 
 
 def flavour(rng: random.Random, f64: float = 0.25, dim2: float = 0.3) -> Flavour:
-    return Flavour(rng.random() < f64, 2 if rng.random() < dim2 else 3, rng.random() < 0.7)
+    return Flavour(rng.random() < f64, 2 if rng.random() < dim2 else 3, rng.random() < PLAIN)
 
 
 @dataclass(slots=True)
@@ -297,7 +298,7 @@ class Pattern:
         the items needs the real count, while a test against ``extent.shape[0]`` (an array the launch
         is sized to) could never fire. ``extent`` names that array; without a count there is no guard.
         """
-        if not count or not self.chance(p):
+        if not count or not self.chance(p * GUARDS):
             return
         self.add(f"if {tid} >= {self.count(*count)}:", f"{INDENT}return")
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.patterns import RoleParam, WrittenKernel, assigned_names, fmt
 from jit.code.synthesis.categories.registry import register
-from jit.code.synthesis.docs import docstring, sentence
+from jit.code.synthesis.docs import NO_TEST_DOCSTRING, docstring, sentence
 from jit.code.synthesis.quick_layout import split_commas
 from jit.code.synthesis.stmt import INDENT, Param
 from jit.code.synthesis.types import WType
@@ -209,8 +209,9 @@ class Writer:
         head = [] if inline else [f"{INDENT}{self.tid} = wp.tid()"]
         purpose = sentence(headline) + " " + sentence(detail)
         # an interval, "[-1, 1]", is not broken across the docstring's lines
-        doc = docstring(re.sub(r"\[([^\]\s]+), ", "[\\1,\0", sentence(headline))).replace("\0", " ")
-        kernel = ["@wp.kernel", f"def {name}({sig}):", doc, *head,
+        doc = docstring(re.sub(r"\[([^\]\s]+), ", "[\\1,\0", sentence(headline)), rng=self.rng,
+                        none=NO_TEST_DOCSTRING, cut=False).replace("\0", " ")
+        kernel = ["@wp.kernel", f"def {name}({sig}):", *([doc] if doc else []), *head,
                   *(INDENT + line if line else "" for line in lines)]
         parts = ["import warp as wp", "\n".join(self.constants), *(text for _, text in self.structs), "\n".join(kernel)]
         text = "\n\n\n".join(p for p in parts if p) + "\n"

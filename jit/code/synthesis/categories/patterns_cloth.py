@@ -13,12 +13,13 @@ from __future__ import annotations
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, VEC4I, Flavour, Pattern
+from jit.code.synthesis.pieces.kit import PLAIN
 from jit.code.synthesis.categories.patterns_solid import element_indices
 
 
 @register("cloth", 1.0, source="patterns")
 def cloth(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
+    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < PLAIN))
     n = rng.choice((8, 16, 32, 64))
     p.kb.dims = [n]
     n_vertices = rng.choice((8, 16, 32))

@@ -22,6 +22,7 @@ from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.stmt import INDENT
 from jit.code.synthesis.categories.patterns import Flavour, Pattern
+from jit.code.synthesis.pieces.kit import PLAIN
 
 GRID = "a wp.HashGrid built over the positions array"
 H_RANGE = (0.3, 0.6)  # the smoothing length's launch range
@@ -90,7 +91,7 @@ def particle_start(p: Pattern, grid: str, x: str, n: int) -> None:
 
 @register("sph", 1.0, source="patterns")
 def sph(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
+    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < PLAIN))
     n = rng.choice((64, 128, 256))
     p.kb.dims = [n]
     x = rng.choice(("positions", "particle_x", "x"))

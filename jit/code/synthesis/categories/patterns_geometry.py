@@ -16,6 +16,7 @@ from jit.code.synthesis import types as T
 from jit.code.synthesis.names import paired
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, Flavour, Pattern
+from jit.code.synthesis.pieces.kit import PLAIN
 from jit.code.synthesis.categories.patterns_fluids import GRID, neighbour_loop
 
 MESH = {"object": "mesh", "radius": 1.0}  # the launch builds a closed sphere mesh of radius 1 around the origin
@@ -221,7 +222,7 @@ def _count(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
 
 @register("grid_neighbors", 0.9, source="patterns")
 def grid_neighbors(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
+    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < PLAIN))
     n = rng.choice((64, 128, 256))
     p.kb.dims = [n]
     x = rng.choice(("particle_x", "positions", "x"))
@@ -242,7 +243,7 @@ def grid_neighbors(rng, name, suffix, complexity):
 
 @register("mesh_queries", 0.9, source="patterns")
 def mesh_queries(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
+    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < PLAIN))
     kind = rng.choice(("collide", "collide", "raycast", "sdf", "bvh"))
     if kind == "raycast":
         return _mesh_raycast(p)

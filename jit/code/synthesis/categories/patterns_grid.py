@@ -333,21 +333,21 @@ def sample_call(sample: str, field: str, x: str, y: str) -> str:
 
 def departure(p: Pattern, vel: str, dt: str, vsample: str | None) -> tuple[str, str, str]:
     """Lines backtracing cell (i, j) along the velocity; returns the departure point's coordinates
-    and the factor turning a velocity into cells per step (``dt / dx``, or ``dt`` when velocities
-    are given in cells per unit time)."""
+    and the time step. Velocities in world units are turned into cells per unit time as they are
+    read (``* inv_dx`` or ``/ dx``): no per-thread ``dt / dx``, the same for every cell."""
     inv_dx = p.scalar(p.pick("inv_dx", "inv_cell_size"), lo=0.5, hi=2.0) if p.chance(0.4) else None
-    step = f"{dt} * {inv_dx}" if inv_dx else dt
+    scale = f" * {inv_dx}" if inv_dx else ""
     if p.coin(0.45) and inv_dx is None:  # lengths in world units: positions scaled by the cell size
         h = p.scalar(p.pick("dx", "cell_size"), lo=0.5, hi=2.0)
-        step = f"{dt} / {h}"
-    if step == dt:
+        scale = f" / {h}"
+    step = dt
+    if not scale:
         p.note("takes velocities in cells per unit time")
-    else:  # read for both coordinates (and the midpoint): once, as a local
-        step = p.let(p.pick("dt_dx", "step_cells"), step, inline=0.0)
-    p.add(f"v = {vel}[i, j]")
+    p.add(f"v = {vel}[i, j]{scale}")
     back = "v"
     if vsample:  # second-order backtrace: the velocity half a step back (midpoint rule)
-        p.add(f"v_mid = {sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')}")
+        mid = sample_call(vsample, vel, f'float(i) - 0.5 * {step} * v[0]', f'float(j) - 0.5 * {step} * v[1]')
+        p.add(f"v_mid = {mid}{scale}")
         back = "v_mid"
         p.note("traces back with the midpoint rule")
     if p.coin():

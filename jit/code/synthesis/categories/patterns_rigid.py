@@ -12,12 +12,13 @@ from __future__ import annotations
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, VEC4I, Flavour, Pattern
+from jit.code.synthesis.pieces.kit import PLAIN
 from jit.code.synthesis.categories.patterns_solid import VEC4F, launch_n
 
 
 @register("rigid_body", 1.0, source="patterns")
 def rigid_body(rng, name, suffix, complexity):
-    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < 0.7))
+    p = Pattern(rng, name, suffix, complexity, Flavour(plain=rng.random() < PLAIN))
     p.kb.dims = [launch_n(rng)]
     kind = rng.choice(("integrate", "integrate", "points", "skinning", "relative"))
     return {"integrate": _integrate_bodies, "points": _body_points, "skinning": _skinning,
@@ -100,8 +101,10 @@ def _integrate_bodies(p: Pattern):
     else:
         suffix = rng.choice(("_out", "_next"))  # outputs named for their inputs, one suffix for all
         out = p.array(f"{q}{suffix}", T.TRANSFORMF, "out")
-        v_out = p.array(f"{lin}{suffix}", T.VEC3F, "out")
-        p.add(f"{out}[tid] = wp.transform(x, r)", f"{v_out}[tid] = v")
+        p.add(f"{out}[tid] = wp.transform(x, r)")
+        if forced or lin_damped:  # an unchanged one is not copied
+            v_out = p.array(f"{lin}{suffix}", T.VEC3F, "out")
+            p.add(f"{v_out}[tid] = v")
         if torqued or "damps the angular velocity by a per-step factor" in p.notes:  # an unchanged one is not copied
             w_out = p.array(f"{ang}{suffix}", T.VEC3F, "out")
             p.add(f"{w_out}[tid] = w")

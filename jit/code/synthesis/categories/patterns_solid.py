@@ -13,6 +13,7 @@ from __future__ import annotations
 from jit.code.synthesis import types as T
 from jit.code.synthesis.categories.registry import register
 from jit.code.synthesis.categories.patterns import INDENT, VEC4I, Flavour, Pattern, flavour
+from jit.code.synthesis.pieces.kit import PLAIN
 
 VEC4F = T.VEC4F
 
@@ -355,7 +356,7 @@ def cofactor(dim: int, m: str) -> str:
 
 @register("fem_elements", 1.0, source="patterns")
 def fem_elements(rng, name, suffix, complexity):
-    fl = Flavour(False, 2 if rng.random() < 0.45 else 3, rng.random() < 0.7)
+    fl = Flavour(False, 2 if rng.random() < 0.45 else 3, rng.random() < PLAIN)
     p = Pattern(rng, name, suffix, complexity, fl)
     n = rng.choice((8, 16, 32))
     p.kb.dims = [n]

@@ -51,7 +51,7 @@ MUTATIONS: dict[str, Kind] = {
     "layout": Kind(layout.layout, 0.5),
     # real Warp code guards ``wp.tid()`` against a count rarely (0.1% of the measure half's
     # kernels, 16% of Newton's): only a mutant's plan adds one, never the distance loop
-    "guard": Kind(index_space.guard, 0.15, extra=False),
+    "guard": Kind(index_space.guard, 0.06, extra=False),
     "inline_func": Kind(helpers.inline, 0.4),
     "extract_func": Kind(helpers.extract, 0.45, True),
     "unroll": Kind(loops.unroll, 0.35),

@@ -73,12 +73,15 @@ def count_names(unit: Unit, index: str, n: int) -> tuple[str, ...]:
 
 def inputs_end(unit: Unit) -> str | None:
     """The last parameter before the first array the kernel writes: a new input goes there, with
-    the other inputs, rather than after the outputs."""
+    the other inputs, rather than after the outputs. When inputs follow an output already (``y``
+    updated in place between ``x`` and ``a``), the new one goes last, not between two arrays."""
     names = [a.arg for a in unit.kernel.args.args]
     roles = {a.name: a.role for a in unit.launch.args}
     first_out = next((i for i, name in enumerate(names) if roles.get(name) in ("out", "inout")), None)
     if first_out is None or first_out == 0:
         return None
+    if any(roles.get(name) == "in" for name in names[first_out:]):
+        return names[-1]
     return names[first_out - 1]
 
 
@@ -102,14 +105,12 @@ def guard(unit: Unit, rng: random.Random) -> str | None:
     if guarded(unit.kernel, index):
         return None
     n = unit.launch.dim[0]
-    by_shape = indexed_by(unit, index, n)
-    if by_shape and (rng.random() < 0.4 or documented_args(unit)):
-        bound = f"{rng.choice(by_shape)}.shape[0]"
-    elif documented_args(unit):
+    if documented_args(unit):  # a new parameter would be missing from the documented list
         return None
-    else:
-        bound = unit.fresh(rng, count_names(unit, index, n))
-        unit.add_param(bound, "int", Arg(bound, (), (float(n), float(n)), "in", ("count", 0)), inputs_end(unit))
+    # a count parameter, never an array's length: the launch is sized to the arrays, so a test of
+    # their shape could not fire, while a rounded-up launch needs the real count
+    bound = unit.fresh(rng, count_names(unit, index, n))
+    unit.add_param(bound, "int", Arg(bound, (), (float(n), float(n)), "in", ("count", 0)), inputs_end(unit))
     node = ast.parse(f"if {index} >= {bound}:\n    return").body[0]
     unit.kernel.body.insert(at + 1, node)
     unit.touched.add(id(node))

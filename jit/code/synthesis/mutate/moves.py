@@ -86,6 +86,18 @@ def element_names(array: str, index: ast.expr) -> tuple[str, ...]:
     return (f"{array}_{index.id}",) if len(index.id) == 1 else (f"{array}_i",) if index.id == "tid" else ()
 
 
+def same_style(options: tuple[str, ...], index: str, taken) -> tuple[str, ...]:
+    """Of ``xi`` and ``x_i``, the one spelled as the kernel's other element locals are (``yi``
+    beside ``xi``, not beside ``x_i``); both when there is none to follow."""
+    def styled(name: str, underscore: bool) -> bool:
+        return re.fullmatch(rf"[a-z]{{1,2}}{'_' if underscore else ''}{re.escape(index)}", name) is not None
+
+    for underscore in (False, True):
+        if any(styled(t, underscore) for t in taken):
+            return tuple(o for o in options if styled(o, underscore)) or options
+    return options
+
+
 def hoist_names(node: ast.expr, index: bool = False) -> tuple[str, ...]:
     """Names for a hoisted value, from what it is; empty when none would say it (a product
     called ``scaled``, a cast called ``fx``: better left where it is)."""
@@ -194,6 +206,8 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
                 options = ()  # ``offset = row + 1`` says less than ``row + 1``
         taken = unit.taken()
         options = tuple(o for o in options if o not in taken and o not in RESERVED and o.isidentifier())
+        if len(options) > 1 and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+            options = same_style(options, node.slice.id, taken)
         if not options or breaks_symmetry(body, at, node) or left_behind(body, at, node):
             continue
         name = unit.claim(rng.choice(options))

@@ -43,7 +43,7 @@ class Input:
     """A kernel parameter as the generator's launch description reads it."""
 
     name: str
-    kind: str  # array | scalar | struct
+    kind: str  # array | scalar | struct | handle
     dtype: WType
     ndim: int = 1
     role: str = "in"  # in | out | inout
@@ -116,6 +116,7 @@ class Draft:
         self.gather_at: int | None = None  # where per-item reads go (a line of the body), once known
         self.axis_values: list[str] = []  # vectors built from a magnitude (gravity along -y)
         self.skip_writes: list[str] = []  # what items skipped early (inactive, masked) still write
+        self.objects: dict[str, dict] = {}  # handle parameter -> the recipe its runtime object is built from
 
     # ----- inputs
 
@@ -138,6 +139,13 @@ class Draft:
         grouped = bool(self.group and groupable)
         self.uniforms[name] = Uniform(name, t, lo, hi, token, grouped)
         return token
+
+    def handle(self, names: str | tuple[str, ...], recipe: dict) -> str:
+        """A ``wp.uint64`` id of a runtime object, built for a run from ``recipe`` (``checks.objects``)."""
+        name = self.w.fresh(*((names,) if isinstance(names, str) else names))
+        self.inputs.append(Input(name, "handle", T.UINT64, 0, "in", (0.0, 0.0), None, "wp.uint64"))
+        self.objects[name] = dict(recipe)
+        return name
 
     def count(self, names: str | tuple[str, ...], n: int) -> str:
         """An ``int`` count parameter whose value is always ``n`` (a real count the caller passes)."""
@@ -276,6 +284,8 @@ class Draft:
             "differentiable": self.differentiable,
             "record": {"purpose": purpose, "pieces": list(dict.fromkeys(self.used))},
         }
+        if self.objects:
+            meta["objects"] = dict(self.objects)
         return Composed(name, source, params, list(dims), funcs, structs, meta, len(self.w.lines))
 
     def _parameters(self, order: str) -> list[Input]:
@@ -301,15 +311,17 @@ class Draft:
                                   else 3 if u.name in TIME_STEPS else 1))
         for u in plain:
             uniform.append(Input(u.name, "scalar", u.dtype, 0, "in", (u.lo, u.hi), None, self.style.spell(u.dtype)))
+        # a runtime object's id leads, as Warp's examples pass ``grid`` or ``mesh`` first
+        handles = [p for p in self.inputs if p.kind == "handle"]
         if order != "roles":
-            return self.inputs + uniform
+            return handles + [p for p in self.inputs if p.kind != "handle"] + uniform
         # inputs, then parameters, then outputs: a state updated in place is an input, an
         # accumulator only added into (never read) is an output
         tree = ast.parse(textwrap.dedent("\n".join(self.w.lines)) or "pass")
         read = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
                 and isinstance(n.value, ast.Name)}
-        inputs = [p for p in self.inputs if p.role == "in" or (p.role == "inout" and p.name in read)]
-        return inputs + uniform + [p for p in self.inputs if p not in inputs]
+        inputs = [p for p in self.inputs if p.kind != "handle" and (p.role == "in" or (p.role == "inout" and p.name in read))]
+        return handles + inputs + uniform + [p for p in self.inputs if p not in inputs and p not in handles]
 
     def skip(self) -> None:
         """Mark where an item that is skipped returns: the writes of ``skip_writes`` go there."""

@@ -91,7 +91,7 @@ STRESS = Role("first Piola-Kirchhoff stress", "mat", -1.0, 1.0, ("P", "stress"))
 REST_INV = Role("inverse rest shape", "mat", -2.0, 2.0, ("inv_rest", "Dm_inv", "rest_shape_inv"))
 MU = Role("shear modulus", "scalar", 10.0, 100.0, ("mu", "k_mu", "lame_mu"), per_item=0.3, family="lame")
 LAMBDA = Role("Lame lambda", "scalar", 10.0, 100.0, ("lam", "k_lambda", "lame_lambda"), per_item=0.3, family="lame")
-YOUNGS = Role("Young's modulus", "scalar", 100.0, 1000.0, ("youngs_modulus", "E"), per_item=0.5,
+YOUNGS = Role("Young's modulus", "scalar", 100.0, 1000.0, ("youngs_modulus", "young"), per_item=0.5,
                family="moduli")
 POISSON = Role("Poisson ratio", "scalar", 0.1, 0.45, ("poisson_ratio", "nu"), per_item=0.5,
                family="moduli")

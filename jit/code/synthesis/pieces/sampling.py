@@ -19,7 +19,7 @@ WEIGHT = Role("weight", "scalar")
 DISTANCE = Role("distance", "scalar")
 # grids that particles live in: a few cells across the particles' extent, so they fall inside
 GRID_INV_DX = Role("inverse cell size", "scalar", 2.0, 4.0, ("inv_dx", "inv_cell_size", "inv_cell_width"))
-FALLOFF_RADIUS = Role("falloff radius", "scalar", 0.2, 1.0, ("radius", "brush_radius", "falloff"))
+FALLOFF_RADIUS = Role("falloff radius", "scalar", 0.2, 1.0, ("radius", "brush_radius", "falloff_radius"))
 AXES = "xyz"
 
 
