@@ -955,3 +955,55 @@ def test_a_rigid_step_writes_only_the_velocities_it_changes():
                 assert any(re.match(rf"{var} \+= |{var} = .*\b{var}\b", earlier) for earlier in lines[:at]), source
         bare += not any(re.fullmatch(r"\w+\[tid\] = v", line) for line in lines)
     assert steps >= 40 and bare >= 5, (steps, bare)
+
+
+def test_a_spring_reads_each_of_its_own_values_once():
+    """Round 31: ``spring_stiffness[tid]`` read for the force and again for the energy. Every input
+    array a spring kernel indexes by its own spring is read there once."""
+    from jit.code.synthesis.categories import CATEGORIES
+
+    energies = 0
+    for i in range(120):
+        kb = CATEGORIES["spring_forces"].build(random.Random(f"springs:{i}"), "spring_forces", f"{i:08x}", "mixed")
+        source = kb.source()
+        for p in kb.params:
+            if p.kind == "array" and p.role == "in":
+                assert len(re.findall(rf"\b{p.name}\[tid\]", source)) <= 1, (p.name, source)
+        energies += "energ" in source
+    assert energies >= 5
+
+
+@pytest.mark.parametrize("category", ["spring_network", "fem_forces", "triangle_forces"])
+def test_composed_inputs_of_one_index_space_stay_together(category):
+    """Round 31: a velocity array between a spring's arrays. The arrays read by index (particles)
+    come before the arrays of the launch's own items (springs, elements, faces), none interleaved."""
+    from jit.code.synthesis.generator import generate
+
+    mixed = 0
+    for i in range(60):
+        spec = generate(SEED, i, categories=[category])
+        args = spec.metadata["launch"]["args"]
+        arrays = [a["name"] for a in args if a["kind"] == "array" and a["role"] == "in"]
+        flags = [re.search(rf"\b{name}\[tid\b", spec.source) is not None for name in arrays]
+        assert flags == sorted(flags), (arrays, spec.source)
+        mixed += len(set(flags)) == 2
+    assert mixed >= 10, mixed
+
+
+def test_round_32_findings_stay_fixed():
+    """A bool-logic check with a float min check bolted on, a sum of squares named ``strided_sum``,
+    and a rigid body's force divided by an unguarded mass."""
+    from jit.code.synthesis.generator import generate
+
+    squares = bodies = 0
+    for n in range(60):
+        source = Checks.build("bool_logic", random.Random(f"bools:{n}"), "00000000").source()
+        assert "wp.min(" not in source, source
+        spec = generate(SEED, n, categories=["atomic_reduction"])
+        if re.search(r"s \+= (\w+)\[k\] \* \1\[k\]", spec.source):
+            squares += 1
+            assert re.search(r"def (strided_sum|grid_stride_reduce|reduce_strided)_[0-9a-f]{8}\(", spec.source) is None, spec.source
+        spec = generate(SEED, n, categories=["integrate_bodies"])
+        bodies += "[tid] * " in spec.source
+        assert not re.search(r"\]\s*/\s*(body_mass|mass|masses)\b", spec.source), spec.source
+    assert squares >= 2 and bodies >= 10, (squares, bodies)

@@ -740,12 +740,17 @@ def test_a_docstring_summarises_its_purpose_and_is_sometimes_left_out():
 
 
 def test_a_long_summary_keeps_its_first_clause():
-    """A summary line longer than SUMMARY_WIDTH ends at its first comma past 30 characters."""
-    long = ("A symplectic Euler step for 2D particles under gravity and external forces, then resolve contacts "
-            "with a circle collider")
-    assert summary(long) == ("A symplectic Euler step for 2D particles under gravity and external forces.", "")
-    short = "Advance particles one step, then clamp them"
-    assert summary(short) == ("Advance particles one step, then clamp them.", "")
+    """A summary line longer than SUMMARY_WIDTH ends at its first comma past 30 characters, unless
+    what follows adds a step (", then", ", and"): cut there, the line would leave out half the job."""
+    long = ("Accumulate an inflating pressure on the faces of a triangle mesh in a wind, each face's load shared "
+            "equally among its vertices")
+    assert summary(long) == ("Accumulate an inflating pressure on the faces of a triangle mesh in a wind.", "")
+    steps = ("A symplectic Euler step for 2D particles under gravity and external forces, then resolve contacts "
+             "with a circle collider")
+    assert summary(steps) == (steps + ".", "")
+    short = "Advance particles one step, keeping them in a box"
+    assert summary(short) == ("Advance particles one step, keeping them in a box.", "")
+    assert summary(long, cut=False)[0] == long + "."
 
 
 def test_brief_authors_write_labels_not_arguments():

@@ -66,14 +66,16 @@ def summary(purpose: str, cut: bool = True) -> tuple[str, str]:
     """(the summary line, what goes to the paragraph below it) of a purpose sentence.
 
     With ``cut``, a head longer than ``SUMMARY_WIDTH`` keeps its first clause (up to its first comma
-    past 30 characters, outside brackets): what it drops qualifies the job, so the line stays true."""
+    past 30 characters, outside brackets): what it drops qualifies the job, so the line stays true.
+    A clause that adds a step (", then ...", ", and ...") is not a qualifier: such a head stays whole."""
     head, _, rest = _ASIDE.sub("", purpose.strip().rstrip(".")).partition("; ")
     if cut and len(head) > SUMMARY_WIDTH:
         depth = 0
         for at, ch in enumerate(head):
             depth += (ch in "([") - (ch in ")]")
             if at >= 30 and depth == 0 and head.startswith(", ", at):
-                head = head[:at]
+                if not head.startswith((", then ", ", and "), at):
+                    head = head[:at]
                 break
     return sentence(head), sentence(rest)
 

@@ -270,6 +270,10 @@ def spring_forces(rng, name, suffix, complexity):
         else:
             p.add(f"direction = d / wp.max(length, {eps})")
         p.add(f"c = length - {rest}")
+        energy_out = form == "max" and p.chance(0.3)  # every spring writes its entry: no early return
+        if energy_out and "[" in ke:  # read twice (force and energy): once, as a local
+            p.add(f"k = {ke}")
+            ke = "k"
         if damped:
             kd = per_spring(p, "spring_damping", "kd", 0.0, 1.0)
             if p.coin():
@@ -279,7 +283,7 @@ def spring_forces(rng, name, suffix, complexity):
             p.note("damps the rate of stretch along the spring")
         else:
             p.add(f"f = direction * ({ke} * c)")
-        if form == "max" and p.chance(0.3):  # every spring writes its entry: no early return
+        if energy_out:
             energy = p.array(rng.choice(("spring_energy", "energies")), fl.scalar, "out")
             p.add(f"{energy}[tid] = {fl.lit(0.5)} * {ke} * c * c")
             p.note("writes each spring's elastic energy")
@@ -311,9 +315,12 @@ def _distance_constraint(p: Pattern, x: str, pshape: tuple[int, ...]) -> KernelB
     if early:
         p.add(f"if w_sum == {zero}:", f"{INDENT}return")
     p.add("d = xi - xj", f"length = {p.length('d')}")
-    if error:  # the constraint error, for a convergence test
+    stretch = l_minus(rest)
+    if error:  # the constraint error, for a convergence test: the stretch is read twice, once as a local
+        p.add(f"c = {stretch}")
+        stretch = "c"
         err = p.array(rng.choice(("constraint_error", "violation")), fl.scalar, "out")
-        p.add(f"{err}[tid] = wp.abs({l_minus(rest)})")
+        p.add(f"{err}[tid] = wp.abs(c)")
         p.note("writes each constraint's violation")
     if early:
         p.add(f"if length < {fl.lit(1.0e-6)}:", f"{INDENT}return")
@@ -324,10 +331,10 @@ def _distance_constraint(p: Pattern, x: str, pshape: tuple[int, ...]) -> KernelB
         alpha = p.scalar("alpha_tilde", lo=0.0, hi=25.0)
         p.why(("alpha_tilde = compliance / dt^2, one value for the step, computed by the caller",
                "the caller passes the time-scaled compliance alpha_tilde = compliance / dt^2"))
-        p.add(f"lam = ({l_minus(rest)}) / (w_sum + {alpha})")
+        p.add(f"lam = ({stretch}) / (w_sum + {alpha})" if stretch != "c" else f"lam = c / (w_sum + {alpha})")
     else:
         stiffness = p.scalar(rng.choice(("stiffness", "relaxation")), lo=0.1, hi=1.0)
-        p.add(f"lam = {stiffness} * ({l_minus(rest)}) / w_sum")
+        p.add(f"lam = {stiffness} * ({stretch}) / w_sum" if stretch != "c" else f"lam = {stiffness} * c / w_sum")
     p.add("n = d / length")
     deltas = p.array(rng.choice(("deltas", "delta_x", "corrections")), fl.vec, rng.choice(("out", "inout")), shape=pshape)
     style = rng.random()

@@ -231,7 +231,8 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
                           fl.scalar, "out")
         p.add(f"{partial}[tid] = s")
         p.note("writes each thread's partial result too")  # another output: always said
-    base = {"max": ("strided_max_abs", "grid_stride_max", "reduce_max_strided")}.get(
+    base = {"max": ("strided_max_abs", "grid_stride_max", "reduce_max_strided"),
+            "sq": ("sum_of_squares", "strided_sum_squares", "grid_stride_norm_sq")}.get(
         kind, ("strided_mean", "grid_stride_mean") if mean else ("strided_sum", "grid_stride_reduce", "reduce_strided"))
     return p.finish(rng.choice(base), p.kb.dims, purpose=purpose,
                     differentiable=kind != "max")

@@ -65,7 +65,7 @@ NAMES = {  # kind -> the names a kernel of that kind takes
 # outputs together stay small enough to keep as a record's io example
 GRIDS = {8: ((1, 1), (1, 2), (2, 1), (2, 2), (2, 3), (3, 2), (3, 3)), 16: ((1, 1), (1, 2), (2, 1))}
 ELEMENTWISE = {  # kind -> (helper name, its parameters, its body, what it computes, input ranges)
-    "lerp": ("lerp", ("a", "b", "t"), "a + t * (b - a)", "{a} + {t} ({b} - {a})",
+    "lerp": ("blend", ("a", "b", "t"), "a + t * (b - a)", "{a} + {t} ({b} - {a})",
              ((-1.0, 1.0), (-1.0, 1.0), (0.0, 1.0))),
     "fma": ("madd", ("x", "scale", "shift"), "x * scale + shift", "{x} * {scale} + {shift}",
             ((-1.0, 1.0), (0.5, 2.0), (-1.0, 1.0))),

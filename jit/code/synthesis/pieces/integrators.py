@@ -25,7 +25,7 @@ def symplectic_euler(w: Writer, x, v, a, dt):
 
 
 @piece("explicit_euler", needs={"x": POSITION, "v": VELOCITY, "a": ACCELERATION, "dt": TIME_STEP},
-       gives={"x": POSITION, "v": VELOCITY}, says="an explicit Euler step", weight=0.5)
+       gives={"x": POSITION, "v": VELOCITY}, says="an explicit Euler step", weight=0.2)
 def explicit_euler(w: Writer, x, v, a, dt):
     w.comment("forward Euler: the position moves with the velocity from before this step's acceleration")
     x_new = w.update(x, f"{x} + {v} * {dt}", "x_new", "pos", "x_next")
