@@ -138,7 +138,7 @@ def atomic_reduction(rng, name, suffix, complexity):
                                 "with an atomic, on top of what the output holds",
                         differentiable=False)
     if kind == "count":
-        names = ("threshold", "tolerance", "limit")
+        names = ("threshold", "cutoff", "limit")  # a cut-off, not a tolerance
         if "squared" in words:  # compared with a square: the threshold is one too
             names = tuple(f"{n}_sq" for n in names)
         threshold = p.scalar(rng.choice(names), lo=0.0, hi=2.0)

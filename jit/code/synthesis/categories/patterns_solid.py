@@ -145,7 +145,7 @@ def _covariance(p: Pattern):
         p.note("skips neighbour slots holding -1")
     names = {"solve": ("solve_moment_systems", "neighbor_moment_solve"),
              "polar": ("shape_matching", "neighbor_rotations"),
-             "eig": ("moment_eigenvalues", "principal_axes"),
+             "eig": ("moment_eigenvalues", "principal_moments"),  # eigenvalues only: no axes are written
              }.get(use, ("moment_determinant", "neighbor_spread"))
     return p.finish(rng.choice(names), p.kb.dims, purpose=purpose, differentiable=diff)
 

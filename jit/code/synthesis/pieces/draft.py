@@ -320,10 +320,17 @@ class Draft:
         tree = ast.parse(textwrap.dedent("\n".join(self.w.lines)) or "pass")
         read = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
                 and isinstance(n.value, ast.Name)}
-        inputs = [p for p in self.inputs if p.kind != "handle" and (p.role == "in" or (p.role == "inout" and p.name in read))]
+        body = "\n".join(self.w.lines)
+
+        def accumulated(name: str) -> bool:
+            return re.search(rf"wp\.atomic_\w+\({name},|\b{name}\[[^\]]*\] [-+]=", body) is not None
+
+        # a state updated in place (read, or overwritten as a particle's velocity is on respawn) stays
+        # with the inputs beside the rest of its state
+        inputs = [p for p in self.inputs if p.kind != "handle" and (p.role == "in" or (
+            p.role == "inout" and (p.name in read or not accumulated(p.name))))]
         # arrays of one index space together: the state gathered by index (particles) before the
         # arrays of the launch's own items (springs, elements), as Warp's sim kernels take them
-        body = "\n".join(self.w.lines)
         inputs.sort(key=lambda p: p.kind == "array" and re.search(rf"\b{p.name}\[{self.item}\b", body) is not None)
         return handles + inputs + uniform + [p for p in self.inputs if p not in inputs and p not in handles]
 
