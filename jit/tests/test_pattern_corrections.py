@@ -1007,3 +1007,39 @@ def test_round_32_findings_stay_fixed():
         bodies += "[tid] * " in spec.source
         assert not re.search(r"\]\s*/\s*(body_mass|mass|masses)\b", spec.source), spec.source
     assert squares >= 2 and bodies >= 10, (squares, bodies)
+
+
+def test_round_34_findings_stay_fixed():
+    """Composed helpers with a fragment of the kernel's purpose as their docstring, one inverse mass
+    for all bodies beside per-body moments, a clamp check between arbitrary bounds (-31, -29) named
+    for min and max, and a hit index called ``any_hit``."""
+    from jit.code.synthesis.generator import generate
+
+    from jit.code.synthesis.pieces.base import PIECES
+
+    phrases = {piece.says.lower() for piece in PIECES.values()}
+    helpers = bodies = clamps = 0
+    for n in range(80):
+        spec = generate(SEED, n, sources=["composed"])
+        for fn in ast.parse(spec.source).body:
+            if isinstance(fn, ast.FunctionDef) and not any("kernel" in ast.unparse(d) for d in fn.decorator_list):
+                helpers += 1
+                doc = ast.get_docstring(fn)
+                assert doc is None or doc.rstrip(".").lower() not in phrases, spec.source
+        spec = generate(SEED, n, categories=["integrate_bodies"])
+        args = {a["name"]: a for a in spec.metadata["launch"]["args"]}
+        for name in ("body_inv_mass", "inv_mass"):
+            if name in args:
+                bodies += 1
+                assert args[name]["kind"] == "array", spec.source
+        source = Checks.build("minmax", random.Random(f"clamp:{n}"), "00000000").source()
+        bounds = re.search(r"wp\.clamp\(\w+, (?:wp\.\w+\()?(-?\d+)\)?, (?:wp\.\w+\()?(-?\d+)\)?\)", source)
+        if bounds:
+            clamps += 1
+            lower, upper = int(bounds.group(1)), int(bounds.group(2))
+            assert lower % 10 == 0 and upper % 10 == 0 and upper - lower >= 20, source
+        if not re.search(r"wp\.(min|max)\(\w+, b\)", source):
+            assert not re.search(r"def test_(min_max|clamp_minmax)", source), source
+        spec = generate(SEED, n, categories=["mesh_queries"])
+        assert "any_hit" not in spec.source, spec.source
+    assert helpers >= 10 and bodies >= 10 and clamps >= 20, (helpers, bodies, clamps)

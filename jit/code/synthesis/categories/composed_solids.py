@@ -49,7 +49,7 @@ def integrate_bodies(rng, name, suffix, complexity):
         # by the inverse mass, zero for a static body, as Warp's rigid integrators take it: a division by
         # the mass would have to be guarded against that zero
         acc = "acceleration_from_inverse_mass"
-        d.resolve(R.INV_MASS, names=("body_inv_mass", "inv_mass"))
+        d.resolve(R.INV_MASS, names=("body_inv_mass", "inv_mass"), per_item=True)  # per body, as its moments
         f = d.array(("body_f", "forces", "body_force"), "vec3")
         a = d.use(acc, f=f"{f}[tid]")["a"]
         phrases.append("applied forces")

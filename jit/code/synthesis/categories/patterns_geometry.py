@@ -68,7 +68,7 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
         p.note(f"limits the force to {fmax}")
     if p.coin(0.35):  # added to the forces other kernels accumulate
         out = p.array(rng.choice(("particle_f", "forces")), T.VEC3F, "inout")
-        p.add(p.pick(f"{out}[i] += f", f"wp.atomic_add({out}, i, f)"))
+        p.add(f"{out}[i] += f")  # the thread's own particle: no other thread adds there
     else:
         out = p.array(rng.choice(("particle_f", "forces")), T.VEC3F, "out")
         p.add(f"{out}[i] = f")
@@ -480,7 +480,7 @@ def _bvh_overlaps(p: Pattern):
     out = p.array(rng.choice(("overlap_count", "counts", "hit_count")), T.INT32, "out")
     p.add(f"{out}[tid] = count")
     if first:
-        out_first = p.array(rng.choice(("any_hit", "hit_index")), T.INT32, "out")
+        out_first = p.array(rng.choice(("first_hit", "hit_index")), T.INT32, "out")  # an index, not a flag
         p.add(f"{out_first}[tid] = hit")
     if p.chance(0.3):
         total = p.array(rng.choice(("total_overlaps", "total_hits")), T.INT32, "out", shape=(1,))

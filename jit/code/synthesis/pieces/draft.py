@@ -233,10 +233,9 @@ class Draft:
                 return p(self.w, **args)
             self.results[fname] = result
             sig = ", ".join(f"{k}: {self.style.type(role.kind)}" for k, role in p.needs.items())
-            # a helper's docstring is its piece's phrase, when that says enough ("restitution" does not)
-            told = self.rng.random() < 0.3 and len(p.says.split()) >= 3
-            doc = [f'{INDENT}"""{p.says[0].upper()}{p.says[1:]}."""'] if told else []
-            body = "\n".join([*doc, *sub.lines, f"{INDENT}return {result}"])
+            # no docstring: a piece's phrase describes what the kernel does with it ("orientations advanced
+            # by their angular velocity"), which over a one-item helper reads as a fragment
+            body = "\n".join([*sub.lines, f"{INDENT}return {result}"])
             self.w.funcs[fname] = f"@wp.func\ndef {fname}({sig}):\n{body}"
         (give, role), = p.gives.items()
         call = f"{fname}({', '.join(args[k] for k in p.needs)})"
