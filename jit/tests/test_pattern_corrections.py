@@ -213,7 +213,7 @@ def test_checks_that_write_outputs_are_not_named_as_tests():
             if any(p.role != "in" for p in kernel.params):
                 seen += 1
                 assert not kernel.name.startswith("test_"), kernel.source()
-    assert seen > 500
+    assert seen > 150  # most checks keep their expects only (EXPECT_ONLY)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,6 +60,10 @@ NEAR = re.compile(r"^(\s*wp\.expect_near\(.*), ((?:wp\.\w+\()?[-\d.e]+\)?)\)$") 
 CheckKernel = WrittenKernel
 
 
+# checks that keep their expects only, with no output: 205 of the 233 kernels of Warp's tests that call
+# wp.expect_* store nothing to an array (a kernel whose checked local is read twice can drop its store)
+EXPECT_ONLY = 0.85
+
 class Writer:
     """Parameters, module constants, structs and body lines of one property-check kernel."""
 
@@ -151,7 +155,7 @@ class Writer:
             self.add(*lines)
         return clause([what for what, _ in chosen])
 
-    def expect_only(self, p: float = 0.12) -> bool:
+    def expect_only(self, p: float = EXPECT_ONLY) -> bool:
         """Sometimes keep the checks only: drop the final store of a local the checks read anyway.
         Returns whether it did."""
         store = re.fullmatch(rf"(\w+)\[{self.tid}\] = (\w+)", self.lines[-1])
