@@ -739,18 +739,13 @@ def test_a_docstring_summarises_its_purpose_and_is_sometimes_left_out():
     assert 520 <= left_out <= 680  # NO_DOCSTRING is 0.6
 
 
-def test_a_long_summary_keeps_its_first_clause():
-    """A summary line longer than SUMMARY_WIDTH ends at its first comma past 30 characters, unless
-    what follows adds a step (", then", ", and"): cut there, the line would leave out half the job."""
-    long = ("Accumulate an inflating pressure on the faces of a triangle mesh in a wind, each face's load shared "
-            "equally among its vertices")
-    assert summary(long) == ("Accumulate an inflating pressure on the faces of a triangle mesh in a wind.", "")
-    steps = ("A symplectic Euler step for 2D particles under gravity and external forces, then resolve contacts "
-             "with a circle collider")
-    assert summary(steps) == (steps + ".", "")
-    short = "Advance particles one step, keeping them in a box"
-    assert summary(short) == ("Advance particles one step, keeping them in a box.", "")
-    assert summary(long, cut=False)[0] == long + "."
+def test_a_long_summary_stays_whole():
+    """A docstring's summary line says everything the purpose's main clause says, however long: cut at
+    a comma, "under gravity, a ground contact and a tether" would lose two of its forces."""
+    listed = ("Advance particles in 3D by a symplectic Euler step under gravity, a Hunt-Crossley ground contact "
+              "force and a spring tether to an anchor point, then resolve contacts with a sphere collider")
+    assert summary(listed) == (listed + ".", "")
+    assert summary("Advance particles; keep them in a box") == ("Advance particles.", "Keep them in a box.")
 
 
 def test_brief_authors_write_labels_not_arguments():

@@ -4,9 +4,8 @@ A record's ``metadata.purpose`` is the whole sentence its pieces compose. The do
 author would write above the code: mostly nothing (325 of the 410 kernels of Warp's examples and
 library code have no docstring, 107 of the 159 self-contained ones, in warp-lang 1.19), else a
 summary line, with the variant's details in a paragraph below it. The summary drops the purpose's
-long asides (a parenthesis of three words or more, words only: the code says it), moves what
-follows a semicolon to the paragraph, and keeps a long sentence's first clause, so it reads as a
-summary, not a specification.
+long asides (a parenthesis of three words or more, words only: the code says it) and moves what
+follows a semicolon to the paragraph, so it reads as a summary, not a specification.
 
 Comments get the same treatment (``brief_comments``): most authors write a short note, a label such as
 "symplectic Euler" or "clamp to the grid", not the argument for it (indented comments of Warp's
@@ -32,7 +31,6 @@ NO_DOCSTRING = 0.6  # kernels left without one, of those whose author may leave 
 # check that holds on those inputs for a bug on others (in one blind review, all six undocumented checks
 # of the sample were flagged, 12 of the 19 findings on pattern kernels)
 NO_TEST_DOCSTRING = 0.0
-SUMMARY_WIDTH = 90  # a summary longer than this keeps its first clause (real summary lines rarely run longer)
 BRIEF = 0.8  # authors whose comments are brief notes (the others explain at length)
 BRIEF_WIDTH = 60  # a brief note longer than this, even cut to its first clause, is left out
 
@@ -67,21 +65,11 @@ def sentence(text: str) -> str:
     return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
 
 
-def summary(purpose: str, cut: bool = True) -> tuple[str, str]:
-    """(the summary line, what goes to the paragraph below it) of a purpose sentence.
-
-    With ``cut``, a head longer than ``SUMMARY_WIDTH`` keeps its first clause (up to its first comma
-    past 30 characters, outside brackets): what it drops qualifies the job, so the line stays true.
-    A clause that adds a step (", then ...", ", and ...") is not a qualifier: such a head stays whole."""
+def summary(purpose: str) -> tuple[str, str]:
+    """(the summary line, what goes to the paragraph below it) of a purpose sentence. The line stays
+    whole however long: a comma also separates the items of a list ("under gravity, a ground contact
+    and a tether"), and a docstring cut there would leave out part of what the kernel does."""
     head, _, rest = _ASIDE.sub("", purpose.strip().rstrip(".")).partition("; ")
-    if cut and len(head) > SUMMARY_WIDTH:
-        depth = 0
-        for at, ch in enumerate(head):
-            depth += (ch in "([") - (ch in ")]")
-            if at >= 30 and depth == 0 and head.startswith(", ", at):
-                if not head.startswith((", then ", ", and "), at):
-                    head = head[:at]
-                break
     return sentence(head), sentence(rest)
 
 
@@ -125,13 +113,12 @@ def brief_comments(source: str) -> str:
 
 
 
-def docstring(purpose: str, detail: str = "", rng: random.Random | None = None, none: float = NO_DOCSTRING,
-              cut: bool = True) -> str:
+def docstring(purpose: str, detail: str = "", rng: random.Random | None = None, none: float = NO_DOCSTRING) -> str:
     """The kernel's docstring lines (indented), or "" when this author writes none (``rng`` given:
-    a share ``none`` of authors write none). ``cut``: a long summary keeps its first clause."""
+    a share ``none`` of authors write none)."""
     if rng is not None and rng.random() < none:
         return ""
-    head, rest = summary(purpose, cut)
+    head, rest = summary(purpose)
     lines = textwrap.wrap(head, DOC_WIDTH, break_on_hyphens=False)  # "non-negativity" stays one word
     paragraph = " ".join(part for part in (rest, detail.strip()) if part)
     if paragraph:

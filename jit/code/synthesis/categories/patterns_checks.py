@@ -213,8 +213,13 @@ class Writer:
         head = [] if inline else [f"{INDENT}{self.tid} = wp.tid()"]
         purpose = sentence(headline) + " " + sentence(detail)
         # an interval, "[-1, 1]", is not broken across the docstring's lines
-        doc = docstring(re.sub(r"\[([^\]\s]+), ", "[\\1,\0", sentence(headline)), rng=self.rng,
-                        none=NO_TEST_DOCSTRING, cut=False).replace("\0", " ")
+        # the summary, and below it what the checks check: a docstring naming only the first builtin of
+        # several reads as one that does not match the code
+        def whole(text: str) -> str:
+            return re.sub(r"\[([^\]\s]+), ", "[\\1,\0", text)
+
+        doc = docstring(whole(sentence(headline)), whole(sentence(detail)), rng=self.rng,
+                        none=NO_TEST_DOCSTRING).replace("\0", " ")
         kernel = ["@wp.kernel", f"def {name}({sig}):", *([doc] if doc else []), *head,
                   *(INDENT + line if line else "" for line in lines)]
         parts = ["import warp as wp", "\n".join(self.constants), *(text for _, text in self.structs), "\n".join(kernel)]

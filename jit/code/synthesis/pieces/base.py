@@ -176,7 +176,7 @@ class Style:
     def axis(self, axis: int, value: str = "1.0", kind: str = "vec") -> str:
         """A vector along one axis, ``wp.vec3(0.0, g, 0.0)``."""
         n = 3 if kind == "vec3" else self.dim
-        parts = ["0.0"] * n
+        parts = [self.lit("0.0")] * n  # wp.float64(0.0) in a float64 vector, as its other component
         parts[axis] = value
         return self.vec(*parts, kind=kind)
 
