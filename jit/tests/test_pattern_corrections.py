@@ -1043,3 +1043,30 @@ def test_round_34_findings_stay_fixed():
         spec = generate(SEED, n, categories=["mesh_queries"])
         assert "any_hit" not in spec.source, spec.source
     assert helpers >= 10 and bodies >= 10 and clamps >= 20, (helpers, bodies, clamps)
+
+
+def test_round_37_findings_stay_fixed():
+    """An SPH density adding the particle's own share and then skipping it in the loop; a force loop
+    skipping the particle that its r > 1.0e-6 test leaves out already; mesh-collision outputs named
+    two ways (``points_out`` beside ``particle_v_new``); and a float64 mutant of a kernel named for
+    float32 (``adam_step_kernel_float``)."""
+    from jit.code.synthesis.generator import generate
+    from jit.code.synthesis.mutate import retype
+
+    forces = collides = 0
+    for n in range(120):
+        source = generate(SEED, n, categories=["sph"]).source
+        assert "(0.0, " not in source.split("for index")[0] or "poly6" not in source, source
+        if "r > 1.0e-6" in source:
+            forces += 1
+            assert "index != i" not in source and "index == i" not in source, source
+        spec = generate(SEED, n, categories=["mesh_queries"])
+        outs = [a["name"] for a in spec.metadata["launch"]["args"] if a["role"] == "out" and a["kind"] == "array"
+                and a["dtype"] == "vec3f"]
+        if "mesh_eval_position" in spec.source and len(outs) == 2:
+            collides += 1
+            assert len({re.sub(r"^(new_)?\w*?(_out|_new)?$", r"\1\2", o) for o in outs}) == 1, outs
+    named = "import warp as wp\n\n@wp.kernel\ndef adam_step_kernel_float(x: wp.array(dtype=float)):\n    x[0] = 1.0\n"
+    plain = named.replace("adam_step_kernel_float", "adam_step")
+    assert retype.precision_options(ast.parse(named)) == () and retype.precision_options(ast.parse(plain)) == ("float64",)
+    assert forces >= 5 and collides >= 3, (forces, collides)

@@ -123,12 +123,8 @@ def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str
     if extra != "count" and p.coin(0.6):
         kernel = poly6(p)
         r2 = p.pick("wp.dot(d, d)", "wp.length_sq(d)")
-        if p.coin(0.3) and "[index]" not in mass:  # the particle's own contribution first, the loop skips it
-            p.add(f"rho = {term}{kernel}(0.0, {h})")
-            skip_self = True
-        else:
-            p.add("rho = float(0.0)")
-            skip_self = False
+        p.add("rho = float(0.0)")  # the particle itself is one of the query's candidates: its own share
+        skip_self = False
         body = [f"d = xi - {x}[index]", f"rho += {term}{kernel}({r2}, {h})"]
         p.why(("poly6 is zero beyond h: the query's candidates further away add nothing",
                "the poly6 helper is zero for r >= h: far candidates of the query drop out"))
@@ -292,7 +288,7 @@ def _forces(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str]
         at = p.lines.index(f"{INDENT * 0}f = wp.vec3()")
         p.lines[at:at + 1] = ["f_pressure = wp.vec3()", "f_viscous = wp.vec3()"]
         body = [line.replace("f -= ", "f_pressure -= ").replace("f += ", "f_viscous += ") for line in body]
-    neighbour_loop(p, grid, x, h, body, skip_self=True)
+    neighbour_loop(p, grid, x, h, body, skip_self=False)  # r > 1.0e-6 leaves the particle itself out
     if split:
         p.add("f = f_pressure + f_viscous")
     total = "f"

@@ -331,7 +331,8 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
     """Push particles out of a mesh and remove their approaching normal velocity."""
     rng = p.rng
     in_place = p.coin(0.6)
-    vel = p.array(rng.choice(("velocities", "particle_v")), T.VEC3F, "inout" if in_place else "in")
+    # the velocities named in the positions' convention (``particle_x`` with ``particle_v``)
+    vel = p.array({"particle_x": "particle_v", "x": "v"}.get(x, "velocities"), T.VEC3F, "inout" if in_place else "in")
     radius = p.scalar(rng.choice(("radius", "particle_radius")), lo=0.01, hi=0.1)
     p.kb.params[[q.name for q in p.kb.params].index(x)].role = "inout" if in_place else "in"
     p.add(f"v = {vel}[tid]")
@@ -379,8 +380,8 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
     if in_place:
         p.add(f"{x}[tid] = x", f"{vel}[tid] = v")
     else:
-        xo = p.array(paired(x)[0], T.VEC3F, "out")  # named as the inputs are
-        vo = p.array(paired(vel)[0], T.VEC3F, "out")
+        xo = p.array(paired(x)[0], T.VEC3F, "out")  # named as the inputs are, with one suffix for both
+        vo = p.array(vel + xo[len(x):] if xo.startswith(x) else paired(vel)[0], T.VEC3F, "out")
         p.add(*p.pick([f"{xo}[tid] = x", f"{vo}[tid] = v"], [f"{vo}[tid] = v", f"{xo}[tid] = x"]))
     return p.finish(rng.choice(("collide_mesh", "particle_mesh_contact", "resolve_collisions")), p.kb.dims,
                     purpose=f"Push particles closer than {radius} to a mesh back out along the outward normal",

@@ -51,7 +51,7 @@ ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
     ("mesh_id", "mesh"),
     ("bvh_id", "bvh"),
     ("face", "face_index", "tri"),
-    ("eps", "epsilon", "tol"),
+    ("eps", "epsilon"),  # a tolerance is another thing
     ("max_dist", "max_distance"),
     ("normal_vel", "vn"),
     ("tangent_vel", "vt"),

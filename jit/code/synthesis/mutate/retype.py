@@ -65,10 +65,16 @@ F64_TO_F32 = {
 RENDER_BUFFER = re.compile(r"vbo|gfx|render|pixel|colou?r|rgb", re.IGNORECASE)
 
 
+PRECISION_NAME = re.compile(r"(?:^|_)(?:float|double|half|f16|f32|f64|float16|float32|float64|fp16|fp32|fp64)(?:_|$)")
+
+
 def precision_options(tree: ast.AST) -> tuple[str, ...]:
     """ "float64" if the unit uses only float32 types, "float32" if only float64 ones; nothing for
     a unit that fills a renderer's buffers."""
     if any(RENDER_BUFFER.search(n.arg) for n in walk(tree) if isinstance(n, ast.arg)):
+        return ()
+    # a function named for its precision (``adam_step_kernel_float``) keeps it
+    if any(PRECISION_NAME.search(n.name) for n in walk(tree) if isinstance(n, ast.FunctionDef)):
         return ()
     attrs = {wp_attr(n) for n in walk(tree) if isinstance(n, ast.Attribute)}
     f32 = bool(attrs & set(F32_TO_F64)) or any(isinstance(n, ast.Name) and n.id == "float" for n in walk(tree))
