@@ -405,6 +405,32 @@ def test_an_element_local_is_spelled_as_the_kernels_others_are():
         names |= set(re.findall(r"^\s+(x_?i) = x\[i\]$", text, re.MULTILINE))
     assert names == {"xi"}, names
 
+WEIGH = """
+import warp as wp
+
+
+@wp.kernel
+def weigh(input: wp.array(dtype=float), w: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    s = float(0.0)
+    for j in range(w.shape[0]):
+        s += input[i] * w[j]
+    out[i] = s
+"""
+
+
+def test_a_value_no_iteration_changes_is_not_named_inside_the_loop():
+    """``input_i = input[i]`` inside the ``j`` loop would be read again in every iteration: a read
+    that varies with ``j`` may be named there, one that does not is left as it is."""
+    drawn = set()
+    for attempt in range(40):
+        unit = M.Unit(WEIGH, "weigh", "h", infer(M.Unit(WEIGH, "weigh")))
+        desc = driver.run(unit, "hoist", random.Random(attempt), ())
+        if desc:
+            drawn.add(desc)
+    assert drawn and all("input" not in d for d in drawn), drawn
+    assert any(d.startswith("hoist:w") for d in drawn), drawn
+
 PACK = """
 import warp as wp
 

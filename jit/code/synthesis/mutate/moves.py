@@ -174,11 +174,31 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
         )
 
 
+def loop_varying(fn: ast.FunctionDef) -> dict[int, set[str]]:
+    """For the body of each loop of ``fn`` (by ``id``), the names that change from one iteration to
+    the next: the loop's targets and every name stored inside it."""
+    out = {}
+    for loop in walk(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            stored = {n.id for n in walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            out[id(loop.body)] = stored
+    return out
+
+
+def invariant_in_loop(body: list, node: ast.expr, varying: dict[int, set[str]]) -> bool:
+    """A value in a loop's body that no iteration changes: named there, it would be computed again in
+    every iteration (``x_i = x[i]`` inside the ``j`` loop), so it is not hoisted."""
+    if id(body) not in varying:
+        return False
+    return not {n.id for n in walk(node) if isinstance(n, ast.Name)} & varying[id(body)]
+
+
 def hoist(unit: Unit, rng: random.Random) -> str | None:
     sites = []
     dump = Dumps()  # the tree stays as it is until a site is taken
     for fn in unit.functions:
         names = set(arrays(fn))
+        varying = loop_varying(fn)
         for body in blocks(fn):
             for at, stmt in enumerate(body):
                 for part in expression_parts(stmt):
@@ -189,6 +209,7 @@ def hoist(unit: Unit, rng: random.Random) -> str | None:
                         (body, at, stmt, node, index)
                         for node, index in hoistable(part, names)
                         if node is not whole and id(node) not in unit.touched and not named_later(body, at, node, dump)
+                        and not invariant_in_loop(body, node, varying)
                     ]
     reads = ElementReads(unit.tree)
     while sites:  # the checks that read the whole block run for the drawn site only
