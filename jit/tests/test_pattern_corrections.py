@@ -1070,3 +1070,26 @@ def test_round_37_findings_stay_fixed():
     plain = named.replace("adam_step_kernel_float", "adam_step")
     assert retype.precision_options(ast.parse(named)) == () and retype.precision_options(ast.parse(plain)) == ("float64",)
     assert forces >= 5 and collides >= 3, (forces, collides)
+
+
+def test_round_38_findings_stay_fixed():
+    """A kinetic energy summed without the mass, a small strain taken from F = I + grad_u (adding the
+    identity only to subtract it), and a grid-stride mean of absolute values named ``mean``."""
+    from jit.code.synthesis.generator import generate
+
+    energies = means = 0
+    for n in range(150):
+        spec = generate(SEED, n, categories=["integrate_particles"])
+        for line in spec.source.splitlines():
+            if "wp.atomic_add(" in line and "0.5" in line and "wp.dot(" in line:
+                energies += 1
+                assert re.search(r"0\.5\)? \* \w+ \* wp\.dot", line), spec.source
+        spec = generate(SEED, n, categories=["material_stress"])
+        assert not re.search(r"0\.5\)? \* \(F \+ F_?[tT]\) -", spec.source), spec.source
+        spec = generate(SEED, n, categories=["atomic_reduction"])
+        if "grid-stride" in spec.metadata["purpose"] and "Average" in spec.metadata["purpose"]:
+            means += 1
+            what = re.search(r"Average the (.+?) of", spec.metadata["purpose"]).group(1)
+            if what != "values":
+                assert not re.search(r"def (strided_mean|grid_stride_mean)_[0-9a-f]{8}\(", spec.source), spec.source
+    assert energies >= 3 and means >= 3, (energies, means)

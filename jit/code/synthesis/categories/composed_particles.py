@@ -153,12 +153,11 @@ def integrate_particles(rng, name, suffix, complexity):
         w.depth -= 1
     store_state(state, {"x": x, "v": v} if rng.random() < 0.5 else {"v": v, "x": x})
     energy = ""
-    if "energy" in chosen:
+    mass = d.resolved.get(R.MASS)
+    if "energy" in chosen and mass:  # a kinetic energy needs the mass (an inverse mass may be zero)
         ke = d.array(("kinetic_energy", "energy"), "scalar", "out", shape=(1,))
-        mass = d.resolved.get(R.MASS)
-        weight = f"{mass} * " if mass else ""
-        w.add(f"wp.atomic_add({ke}, 0, {w.lit(0.5)} * {weight}wp.dot({v}, {v}))")
-        energy = "and sum their kinetic energy" + ("" if mass else " per unit mass")
+        w.add(f"wp.atomic_add({ke}, 0, {w.lit(0.5)} * {mass} * wp.dot({v}, {v}))")
+        energy = "and sum their kinetic energy"
     forces = join(['gravity', *phrases])
     step_words = says(integrator)  # "a symplectic Euler step"
     purpose = rng.choice((f"Advance {its.noun} in {st.dim}D by {step_words} under {forces}",

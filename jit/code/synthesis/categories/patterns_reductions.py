@@ -214,7 +214,9 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
     p.add(f"for k in range(tid, {data}.shape[0], {threads}):", f"{INDENT}{accumulate}")
     mean = kind != "max" and p.coin(0.3)  # the mean: every thread adds its share
     names = {"max": ("max_abs", "result"), "sq": ("norm_sq", "total", "result")}.get(kind, ("total", "result"))
-    total = p.array(rng.choice(("mean", "average") if mean else names), fl.scalar, "out", shape=(1,))
+    means = {"sum": ("mean", "average"), "sq": ("mean_square", "mean_sq"), "abs": ("mean_abs", "mean_magnitude"),
+             "length": ("mean_length", "average_length")}
+    total = p.array(rng.choice(means[kind] if mean else names), fl.scalar, "out", shape=(1,))
     what = {"sum": "values", "sq": "squared values", "abs": "absolute values", "max": "largest absolute value",
             "length": "vector lengths"}[kind]
     if kind == "max":  # absolute values are never negative: a zeroed output is a valid start
@@ -231,9 +233,14 @@ def _strided_sum(p: Pattern) -> KernelBuilder:
                           fl.scalar, "out")
         p.add(f"{partial}[tid] = s")
         p.note("writes each thread's partial result too")  # another output: always said
-    base = {"max": ("strided_max_abs", "grid_stride_max", "reduce_max_strided"),
-            "sq": ("sum_of_squares", "strided_sum_squares", "grid_stride_norm_sq")}.get(
-        kind, ("strided_mean", "grid_stride_mean") if mean else ("strided_sum", "grid_stride_reduce", "reduce_strided"))
+    if kind == "max":
+        base = ("strided_max_abs", "grid_stride_max", "reduce_max_strided")
+    elif mean:  # named for what it averages
+        base = (f"strided_{means[kind][0]}", f"grid_stride_{means[kind][0]}")
+    else:  # named for what it sums
+        base = {"sum": ("strided_sum", "grid_stride_reduce", "reduce_strided"),
+                "sq": ("sum_of_squares", "strided_sum_squares", "grid_stride_norm_sq"),
+                "abs": ("sum_abs", "strided_abs_sum"), "length": ("sum_lengths", "strided_length_sum")}[kind]
     return p.finish(rng.choice(base), p.kb.dims, purpose=purpose,
                     differentiable=kind != "max")
 
