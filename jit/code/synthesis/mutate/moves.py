@@ -174,14 +174,34 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
         )
 
 
+def _statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements nested in ``node``'s blocks, at any depth (expressions are not entered)."""
+    for name in ("body", "orelse", "finalbody"):
+        for stmt in getattr(node, name, ()):
+            yield stmt
+            yield from _statements(stmt)
+    for handler in getattr(node, "handlers", ()):
+        yield from _statements(handler)
+
+
+def _stored(stmt: ast.stmt) -> Iterator[str]:
+    """Names a statement binds: assignment and loop targets."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+        [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+    for target in targets:
+        for n in walk(target):
+            if isinstance(n, ast.Name):
+                yield n.id
+
+
 def loop_varying(fn: ast.FunctionDef) -> dict[int, set[str]]:
     """For the body of each loop of ``fn`` (by ``id``), the names that change from one iteration to
-    the next: the loop's targets and every name stored inside it."""
+    the next: the loop's targets and every name stored inside it (found by statements, not by a
+    walk of every expression: a mutant asks this on each hoist)."""
     out = {}
-    for loop in walk(fn):
+    for loop in _statements(fn):
         if isinstance(loop, (ast.For, ast.While)):
-            stored = {n.id for n in walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            out[id(loop.body)] = stored
+            out[id(loop.body)] = {*_stored(loop), *(n for s in _statements(loop) for n in _stored(s))}
     return out
 
 
