@@ -1093,3 +1093,29 @@ def test_round_38_findings_stay_fixed():
             if what != "values":
                 assert not re.search(r"def (strided_mean|grid_stride_mean)_[0-9a-f]{8}\(", spec.source), spec.source
     assert energies >= 3 and means >= 3, (energies, means)
+
+
+def test_round_39_findings_stay_fixed():
+    """An anchor read into ``anchors_i``, velocities named ``particle_v`` beside positions ``x``, and a
+    rigid body's two damping factors named two ways (``angular_damping_factor``, ``linear_decay``)."""
+    from jit.code.synthesis.generator import generate
+
+    anchors = pairs = damped = 0
+    for n in range(120):
+        spec = generate(SEED, n, categories=["integrate_particles"])
+        if "anchor" in spec.source:
+            anchors += 1
+            assert "anchors_i" not in spec.source and "_positions_i" not in spec.source, spec.source
+        spec = generate(SEED, n, categories=["grid_neighbors"])
+        args = [a["name"] for a in spec.metadata["launch"]["args"]]
+        for x, v in (("x", "v"), ("particle_x", "particle_v"), ("positions", "velocities")):
+            if x in args and any(a in args for a in ("x", "v", "particle_x", "particle_v", "positions", "velocities")
+                                 if a not in (x,)) and any("v" in a for a in args if a in ("v", "particle_v", "velocities")):
+                pairs += 1
+                assert v in args, args
+        spec = generate(SEED, n, categories=["rigid_body"])
+        factors = re.findall(r"\b(angular|linear)(_damping_factor|_decay)\b", spec.source)
+        if len({kind for kind, _ in factors}) == 2:
+            damped += 1
+            assert len({style for _, style in factors}) == 1, spec.source
+    assert anchors >= 5 and pairs >= 5 and damped >= 2, (anchors, pairs, damped)

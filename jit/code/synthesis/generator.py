@@ -28,7 +28,7 @@ from jit.code.synthesis.stmt import COMPLEXITY, KernelBuilder, Param
 
 __all__ = ["CATEGORIES", "DEFAULT_SOURCES", "SOURCES", "Category", "KernelSpec", "generate", "called_builtins", "warp_builtins"]
 
-GENERATOR_VERSION = 47  # bumped whenever the same (seed, index) may give a different kernel
+GENERATOR_VERSION = 48  # bumped whenever the same (seed, index) may give a different kernel
 
 
 @dataclass(slots=True)

@@ -211,7 +211,7 @@ def advect_grid(rng, name, suffix, complexity):
         out = d.array((f"{src}_out", f"{src}_new"), "scalar", "out")
     d.gather_here()
     p = w.let(("p", "pos", "node"), d.style.vec(*(d.style.cast(c) for c in "ijk"[:dim])))
-    u = w.let(("u_here", "vel_here", "u0"), g.read(vel))
+    u = w.let(("u", "vel", "u_cell"), g.read(vel))
     method = rng.choice(("backtrace_euler", "backtrace_euler", "backtrace_rk2"))
     bound = {"velocity": vel} if method == "backtrace_rk2" else {}
     back = d.use(method, inline=True, p=p, u=u, **bound)["p"]

@@ -22,6 +22,12 @@ from jit.code.synthesis.categories.patterns_fluids import GRID, neighbour_loop
 MESH = {"object": "mesh", "radius": 1.0}  # the launch builds a closed sphere mesh of radius 1 around the origin
 
 
+def velocities_of(x: str) -> str:
+    """The velocities' name in the positions' convention: ``particle_x`` with ``particle_v``, ``x`` with
+    ``v``, ``positions`` or ``points`` with ``velocities``."""
+    return {"particle_x": "particle_v", "particle_q": "particle_qd", "x": "v"}.get(x, "velocities")
+
+
 def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     """Discrete-element contact forces between overlapping particles."""
     rng = p.rng
@@ -41,7 +47,7 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
                 f"{INDENT}f += n * ({ke} * overlap * wp.sqrt(overlap))")
     damped = p.chance(0.5)
     if damped:
-        v = p.array(rng.choice(("particle_v", "velocities", "v")), T.VEC3F)
+        v = p.array(velocities_of(x), T.VEC3F)
         kd = p.scalar(rng.choice(("k_damp", "kd")), lo=0.0, hi=10.0)
         p.note("damps the normal velocity of approaching pairs")
         # vn < 0 while the pair closes; a separating pair is not held back (no sticky contacts);
@@ -83,7 +89,7 @@ def _contact(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
 def _average(p: Pattern, x: str, grid: str) -> tuple[str, ...]:
     """Boids alignment or velocity smoothing: blend towards the neighbours' (weighted) mean velocity."""
     rng = p.rng
-    v = p.array(rng.choice(("particle_v", "velocities")), T.VEC3F)
+    v = p.array(velocities_of(x), T.VEC3F)
     radius = p.scalar(rng.choice(("radius", "neighbor_radius")), lo=0.1, hi=0.5)
     name = rng.choice(("blend", "alignment"))
     if p.coin(0.35):  # a gain towards the neighbours' centre: named for it, not for velocity matching
@@ -332,7 +338,7 @@ def _mesh_collide(p: Pattern, mesh: str, x: str, max_dist: str):
     rng = p.rng
     in_place = p.coin(0.6)
     # the velocities named in the positions' convention (``particle_x`` with ``particle_v``)
-    vel = p.array({"particle_x": "particle_v", "x": "v"}.get(x, "velocities"), T.VEC3F, "inout" if in_place else "in")
+    vel = p.array(velocities_of(x), T.VEC3F, "inout" if in_place else "in")
     radius = p.scalar(rng.choice(("radius", "particle_radius")), lo=0.01, hi=0.1)
     p.kb.params[[q.name for q in p.kb.params].index(x)].role = "inout" if in_place else "in"
     p.add(f"v = {vel}[tid]")

@@ -75,13 +75,14 @@ def _integrate_bodies(p: Pattern):
     spin_damped, lin_damped = p.chance(0.4), p.chance(0.25)
     why = f"{'per-step factors' if spin_damped and lin_damped else 'a per-step factor'} from the caller: " \
           f"{form} for a damping rate"
+    suffix = p.pick("_damping_factor", "_decay")  # both factors named alike
     if spin_damped:
-        damp = p.scalar(rng.choice(("angular_damping_factor", "angular_decay")), lo=0.95, hi=1.0)
+        damp = p.scalar(f"angular{suffix}", lo=0.95, hi=1.0)
         p.why(why)
         p.add(f"w = w * {damp}")
         p.note("damps the angular velocity by a per-step factor")
     if lin_damped:
-        lin_damp = p.scalar(rng.choice(("linear_damping_factor", "linear_decay")), lo=0.95, hi=1.0)
+        lin_damp = p.scalar(f"linear{suffix}", lo=0.95, hi=1.0)
         if not spin_damped:
             p.why(why)
         p.add(f"v = v * {lin_damp}")

@@ -37,7 +37,7 @@ def backtrace_rk2(w: Writer, p, u, velocity, dt, inv_dx):
 def grid_decay(w: Writer, c, factor):
     w.add("# " + w.pick(f"{factor} = exp(-rate * dt) for a dissipation rate, computed once per step by the caller",
                         f"the caller passes {factor} = exp(-rate * dt), the step's decay, one value for every cell"))
-    return {"c": w.update(c, f"{c} * {factor}", "c_decayed", "faded")}
+    return {"c": w.update(c, f"{c} * {factor}", "decayed", "faded")}
 
 
 @piece("nonnegative", needs={"c": GRID_VALUE}, gives={"c": GRID_VALUE}, says="a non-negativity clamp")

@@ -42,7 +42,7 @@ REST_LENGTH = Role("rest length", "scalar", 0.1, 1.0, ("rest_length", "rest_leng
                    per_item=1.0)
 # one per particle (its rest or target position): a tether of every particle to one shared point reads
 # as no job a simulation has
-ANCHOR = Role("anchor position", "vec", -1.0, 1.0, ("anchors", "anchor_positions", "rest_positions"), per_item=1.0)
+ANCHOR = Role("anchor position", "vec", -1.0, 1.0, ("anchors", "anchor_positions", "rest_positions", "anchor"), per_item=1.0)
 ANCHOR_STIFFNESS = Role("tether stiffness", "scalar", 1.0, 20.0, ("tether_stiffness", "k_anchor", "pin_stiffness"))
 # XPBD's time-scaled compliance alpha / dt^2: the caller divides once per step, not every thread
 # (compliances up to 1e-5 at steps of 3 ms and more keep it below about 1)
