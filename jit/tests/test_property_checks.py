@@ -27,16 +27,6 @@ PER_KIND = 3  # draws of each kind (its types and optional checks), plus one of 
 FAILED = "Error, expect_"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def documented():
-    """Every check kernel written with its docstring: most test authors write none
-    (``NO_TEST_DOCSTRING``), but where one is written it must be true, and these tests read it. The
-    draw that decides is still made, so the kernels are otherwise those a run writes."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(PC, "NO_TEST_DOCSTRING", 0.0)
-        yield
-
-
 def doc_of(source: str) -> str:
     """A kernel's docstring on one line."""
     return " ".join(re.search(r'"""(.*?)"""', source, re.S).group(1).split())
