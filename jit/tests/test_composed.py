@@ -301,21 +301,30 @@ def _force_output(spec) -> str | None:
     return outs[0]["name"] if len(outs) == 1 else None
 
 
-@pytest.mark.parametrize("category", ["spring_network", "particle_contacts", "fem_forces"])
-def test_internal_forces_sum_to_zero(category):
-    """Whatever the composition, the forces a kernel scatters onto particles balance out."""
-    spec = _first(category, lambda s: "float64" not in s.source and _force_output(s) is not None)
-    handle = wb.define([spec.source], f"test_composed_forces_{category}")
+def _run_once(spec, tag: str, seed: int, adjust=None) -> tuple[dict, dict]:
+    """(the inputs, the outputs) of one CPU launch of ``spec`` on random values of its launch plan;
+    ``adjust`` may change the values before the launch."""
+    handle = wb.define([spec.source], tag)
     try:
         ex.set_cpu_options(handle.module, backward=False)
         kernel = handle.namespace[spec.name]
         plan = ex.plan_from_metadata(kernel, spec.metadata)
-        values = ex.random_values(plan, np.random.default_rng(5))
-        out = _force_output(spec)
-        before = values[out].astype(np.float64)
-        after = ex.run_outputs(kernel, plan, values)[out].astype(np.float64)
+        values = ex.random_values(plan, np.random.default_rng(seed))
+        if adjust is not None:
+            adjust(values)
+        inputs = {name: np.array(value, copy=True) for name, value in values.items()}
+        return inputs, ex.run_outputs(kernel, plan, values)
     finally:
         handle.release()
+
+
+@pytest.mark.parametrize("category", ["spring_network", "particle_contacts", "fem_forces"])
+def test_internal_forces_sum_to_zero(category):
+    """Whatever the composition, the forces a kernel scatters onto particles balance out."""
+    spec = _first(category, lambda s: "float64" not in s.source and _force_output(s) is not None)
+    out = _force_output(spec)
+    values, outputs = _run_once(spec, f"test_composed_forces_{category}", 5)
+    before, after = values[out].astype(np.float64), outputs[out].astype(np.float64)
     # float32 atomics round each addition: the tolerance scales with the forces added, not their sum
     scale = max(1.0, float(np.abs(after - before).max()))
     np.testing.assert_allclose(after.sum(axis=0), before.sum(axis=0), atol=1e-5 * scale * len(after))
@@ -334,17 +343,11 @@ def test_speed_limit_holds_before_the_position_moves():
     dt = next(n for n in args if n in ("dt", "delta_time", "time_step"))
     x_in = next(n for n in args if n in ("positions", "particle_x", "x"))
     x_out = next((n for n in (f"{x_in}_out", f"new_{x_in}") if n in args), x_in)
-    handle = wb.define([spec.source], "test_composed_speed_limit")
-    try:
-        ex.set_cpu_options(handle.module, backward=False)
-        kernel = handle.namespace[spec.name]
-        plan = ex.plan_from_metadata(kernel, spec.metadata)
-        values = ex.random_values(plan, np.random.default_rng(7))
-        values[limit] = np.asarray(0.5, values[limit].dtype)  # below the speeds the inputs start with
-        before = values[x_in].astype(np.float64).copy()
-        after = ex.run_outputs(kernel, plan, values)[x_out].astype(np.float64)
-    finally:
-        handle.release()
+    def slow(values):  # a limit below the speeds the inputs start with
+        values[limit] = np.asarray(0.5, values[limit].dtype)
+
+    values, outputs = _run_once(spec, "test_composed_speed_limit", 7, slow)
+    before, after = values[x_in].astype(np.float64), outputs[x_out].astype(np.float64)
     step = np.linalg.norm(after - before, axis=1)
     assert np.all(step <= 0.5 * float(values[dt]) * (1 + 1e-4)), (step.max(), spec.source)
     assert np.any(step > 0.4 * float(values[dt])), spec.source  # the limit binds for some
@@ -596,15 +599,8 @@ def test_a_hash_grid_neighbor_loop_sums_what_all_pairs_sum():
     mass = next(n for n in args if n in ("mass", "particle_mass"))
     norm = next(n for n in args if n in ("density_normalization", "poly6_norm"))
     rho = next(n for n in args if n in ("densities", "particle_rho", "rho_out"))
-    handle = wb.define([spec.source], "test_composed_hash_grid")
-    try:
-        ex.set_cpu_options(handle.module, backward=False)
-        kernel = handle.namespace[spec.name]
-        plan = ex.plan_from_metadata(kernel, spec.metadata)
-        values = ex.random_values(plan, np.random.default_rng(3))
-        got = ex.run_outputs(kernel, plan, values)[rho].astype(np.float64)
-    finally:
-        handle.release()
+    values, outputs = _run_once(spec, "test_composed_hash_grid", 3)
+    got = outputs[rho].astype(np.float64)
     p = values[x].astype(np.float64)
     r2 = ((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)
     support = float(values[h]) ** 2

@@ -111,8 +111,6 @@ def brief_comments(source: str) -> str:
     return "\n".join(out)
 
 
-
-
 def docstring(purpose: str, detail: str = "", rng: random.Random | None = None, none: float = NO_DOCSTRING) -> str:
     """The kernel's docstring lines (indented), or "" when this author writes none (``rng`` given:
     a share ``none`` of authors write none)."""

@@ -64,6 +64,7 @@ CheckKernel = WrittenKernel
 # wp.expect_* store nothing to an array (a kernel whose checked local is read twice can drop its store)
 EXPECT_ONLY = 0.85
 
+
 class Writer:
     """Parameters, module constants, structs and body lines of one property-check kernel."""
 

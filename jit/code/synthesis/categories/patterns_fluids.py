@@ -120,23 +120,21 @@ def _density(p: Pattern, grid: str, x: str, h: str, mass: str) -> tuple[str, str
     # one mass for all particles: multiplied once after the loop rather than per neighbour
     factored = "[index]" not in mass
     term = "" if factored else f"{mass} * "
+    p.add("rho = float(0.0)")  # the particle itself is one of the query's candidates: its own share
     if extra != "count" and p.coin(0.6):
         kernel = poly6(p)
         r2 = p.pick("wp.dot(d, d)", "wp.length_sq(d)")
-        p.add("rho = float(0.0)")  # the particle itself is one of the query's candidates: its own share
-        skip_self = False
         body = [f"d = xi - {x}[index]", f"rho += {term}{kernel}({r2}, {h})"]
         p.why(("poly6 is zero beyond h: the query's candidates further away add nothing",
                "the poly6 helper is zero for r >= h: far candidates of the query drop out"))
     else:  # the kernel written inline, with its distance test (h squared once, before the loop)
-        p.add("rho = float(0.0)", f"h_sq = {h} * {h}")
+        p.add(f"h_sq = {h} * {h}")
         body = [f"r2 = wp.length_sq(xi - {x}[index])", "if r2 < h_sq:", f"{INDENT}q = h_sq - r2",
                 f"{INDENT}rho += {term}q * q * q"]
-        skip_self = False
         if extra == "count":  # how many neighbours lie within h (the query returns more)
             body.append(f"{INDENT}neighbors += 1")
             p.add("neighbors = int(0)")
-    neighbour_loop(p, grid, x, h, body, skip_self=skip_self)
+    neighbour_loop(p, grid, x, h, body, skip_self=False)
     p.add(f"rho *= {mass} * {poly6_coefficient(p)}" if factored else f"rho *= {poly6_coefficient(p)}")
     out = p.array(rng.choice(("particle_rho", "densities")), T.FLOAT32, "out")
     p.add(f"{out}[i] = rho")

@@ -174,16 +174,6 @@ def hoistable(root: ast.expr, array_names: set[str]) -> Iterator[tuple[ast.expr,
         )
 
 
-def _statements(node: ast.AST) -> Iterator[ast.stmt]:
-    """The statements nested in ``node``'s blocks, at any depth (expressions are not entered)."""
-    for name in ("body", "orelse", "finalbody"):
-        for stmt in getattr(node, name, ()):
-            yield stmt
-            yield from _statements(stmt)
-    for handler in getattr(node, "handlers", ()):
-        yield from _statements(handler)
-
-
 def _stored(stmt: ast.stmt) -> Iterator[str]:
     """Names a statement binds: assignment and loop targets."""
     targets = stmt.targets if isinstance(stmt, ast.Assign) else \
@@ -199,9 +189,10 @@ def loop_varying(fn: ast.FunctionDef) -> dict[int, set[str]]:
     the next: the loop's targets and every name stored inside it (found by statements, not by a
     walk of every expression: a mutant asks this on each hoist)."""
     out = {}
-    for loop in _statements(fn):
-        if isinstance(loop, (ast.For, ast.While)):
-            out[id(loop.body)] = {*_stored(loop), *(n for s in _statements(loop) for n in _stored(s))}
+    for body in blocks(fn):
+        for loop in body:
+            if isinstance(loop, (ast.For, ast.While)):
+                out[id(loop.body)] = {*_stored(loop), *(n for inner in blocks(loop) for s in inner for n in _stored(s))}
     return out
 
 
